@@ -1,0 +1,338 @@
+"""The Case: everything ncclscope understood from its inputs, as pydantic models.
+
+The models are the contract of `ncclscope parse --format json` (and of `ncclscope schema`).
+Every fact keeps where it came from (`Evidence`: source path, line number, text) so that a
+human can check it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SourceKind = Literal["nccl_log", "topology", "nccl_tests", "nccl_tests_json"]
+
+
+class Evidence(BaseModel):
+    """One input line that shows a fact."""
+
+    source: str = Field(description="Path of the input ('-' for stdin).")
+    line: int = Field(description="1-based line number in that input.")
+    text: str = Field(default="", description="The line as it was read (ANSI escapes and CR removed).")
+
+
+class UnrecognizedLine(BaseModel):
+    line: int
+    text: str = Field(description="The line's text, cut at 300 characters.")
+    reason: str = Field(default="", description="Why it was not understood, when known.")
+
+
+class Source(BaseModel):
+    """One input (file, stdin, member of a directory) and how much of it was understood."""
+
+    path: str
+    kinds: list[SourceKind] = Field(default_factory=list, description="What the input holds.")
+    lines: int = Field(0, description="Physical lines read.")
+    bytes: int = 0
+    nccl_lines: int = Field(0, description="Lines holding at least one NCCL log record (or a bare NCCL message).")
+    recognized: int = Field(0, description="NCCL lines whose records were all understood.")
+    unrecognized_count: int = Field(0, description="NCCL lines with at least one record not understood.")
+    unrecognized: list[UnrecognizedLine] = Field(
+        default_factory=list, description="The first unrecognised NCCL lines (at most 50)."
+    )
+    topology_lines: int = 0
+    nccl_tests_lines: int = 0
+    invalid_utf8_lines: int = Field(0, description="Lines that were not valid UTF-8 (decoded with replacement).")
+    families: dict[str, int] = Field(default_factory=dict, description="Count of NCCL records per message family.")
+    problems: list[str] = Field(default_factory=list, description="Why this input was partly or wholly unusable.")
+    usable: bool = True
+
+
+class NetDevice(BaseModel):
+    """A network device listed by `NET/IB : Using ...`, `NET/Socket : Using ...` or NET/OFI."""
+
+    host: str
+    transport: str = Field(description="IB, Socket or OFI.")
+    index: int
+    name: str = Field(description="e.g. mlx5_0, eth0, or a merged device 'mlx5_0+mlx5_1'.")
+    port: int | None = None
+    link_layer: str | None = Field(None, description="IB, RoCE or UNSPECIFIED (NET/IB only).")
+    address: str | None = Field(None, description="Socket address (NET/Socket only).")
+    members: list[str] = Field(default_factory=list, description="Physical NICs of a merged (virtual) device.")
+    rail: int | None = None
+    plane: int | None = None
+    evidence: Evidence
+
+
+class EnvSetting(BaseModel):
+    """An NCCL variable reported by `... set by environment to ...` (or `NCCL_IB_HCA set to`)."""
+
+    name: str
+    value: str
+    hosts: list[str] = Field(default_factory=list)
+    processes: int = Field(0, description="How many processes reported it.")
+    evidence: Evidence
+
+
+class NcclMessage(BaseModel):
+    """A WARN line (or an INFO line of a known error family), with its origin."""
+
+    level: str
+    family: str = Field(description="Message family, e.g. ib_completion_error, cuda_failure, warn.")
+    host: str | None = None
+    pid: int | None = None
+    tid: int | None = None
+    cuda_dev: int | None = None
+    file: str | None = None
+    file_line: int | None = None
+    function: str | None = None
+    timestamp: str | None = None
+    message: str
+    fields: dict[str, str | int | float | None] = Field(default_factory=dict)
+    evidence: Evidence
+
+
+class ErrorTrace(BaseModel):
+    """A `file:line -> N` error propagation chain of one thread, decoded."""
+
+    host: str | None = None
+    pid: int | None = None
+    tid: int | None = None
+    result: int
+    result_name: str
+    frames: list[str] = Field(description="file:line of each level, innermost first.")
+    thread: str | None = Field(None, description="'Async thread', 'Progress Thread' ... when printed.")
+    evidence: list[Evidence]
+
+
+class Process(BaseModel):
+    host: str
+    pid: int | None
+    source: str
+    nccl_version: str | None = None
+    cuda_driver_version: int | None = None
+    cuda_devs: list[int] = Field(default_factory=list)
+    ranks: list[int] = Field(default_factory=list)
+    network: str | None = Field(None, description="`Using network X`.")
+    bootstrap_interface: str | None = None
+    net_plugin: str | None = Field(None, description="What the NET plugin lines say (loaded name or internal).")
+
+
+class Host(BaseModel):
+    name: str
+    processes: int
+    ranks: list[int] = Field(default_factory=list)
+    nccl_versions: list[str] = Field(default_factory=list)
+    cuda_driver_versions: list[int] = Field(default_factory=list)
+    networks: list[str] = Field(default_factory=list)
+    net_plugins: list[str] = Field(default_factory=list)
+    bootstrap_interfaces: list[str] = Field(default_factory=list)
+    gdr: Literal["on", "off", "mixed", "unknown"] = Field(
+        "unknown", description="GPUDirect RDMA as shown by the NET connection lines and GDR messages."
+    )
+
+
+class CommRank(BaseModel):
+    rank: int
+    host: str | None = None
+    pid: int | None = None
+    cuda_dev: int | None = None
+    nvml_dev: int | None = None
+    bus_id: str | None = None
+    init_start: bool = False
+    init_complete: bool = False
+    evidence: Evidence | None = None
+
+
+class Communicator(BaseModel):
+    """One NCCL communicator, keyed by commId, or host+pid+comm pointer where NCCL prints none."""
+
+    id: str
+    comm_id: str | None = Field(None, description="commId as printed (0x...), when printed and non-zero.")
+    api: str | None = Field(None, description="ncclCommInitRank, ncclCommSplit ...")
+    nranks: int | None = None
+    nnodes: int | None = None
+    ranks: list[CommRank] = Field(default_factory=list)
+    ranks_started: int = 0
+    ranks_completed: int = 0
+    channels: int | None = Field(None, description="From the `N coll channels` line.")
+    nvls_channels: int | None = None
+    p2p_channels: int | None = None
+    rings: dict[int, list[int]] = Field(default_factory=dict, description="Ring order per channel (rank 0's view).")
+    rings_truncated: bool = False
+    trees: dict[int, list[str]] = Field(default_factory=dict, description="Per rank, `Trees` entries.")
+    init_seconds: dict[int, float] = Field(default_factory=dict, description="Init timings total per rank.")
+    evidence: Evidence | None = None
+
+
+class ConnectionSummary(BaseModel):
+    """Connection lines (transport setup), summarised; every line is counted."""
+
+    total: int = 0
+    by_transport: dict[str, int] = Field(
+        default_factory=dict, description="e.g. P2P/CUMEM, SHM, NET/IB, NET/Socket, COLLNET, counts of lines."
+    )
+    net_with_gdr: int = 0
+    net_without_gdr: int = 0
+    via_proxy: int = Field(0, description="NET connections through a PXN proxy rank.")
+    examples: dict[str, Evidence] = Field(default_factory=dict, description="First line of each transport.")
+
+
+class Connection(BaseModel):
+    """One distinct edge (aggregated over channels)."""
+
+    from_rank: int
+    to_rank: int
+    transport: str
+    direction: Literal["send", "receive", ""] = ""
+    host: str | None = None
+    nic: int | None = None
+    gdr: bool = False
+    shared: bool = False
+    proxy_rank: int | None = None
+    channels: int = Field(description="How many lines show this edge.")
+    evidence: Evidence
+
+
+class TopologyMatrix(BaseModel):
+    """One `nvidia-smi topo -m` matrix."""
+
+    source: str
+    line: int = Field(description="Line of the header row.")
+    devices: list[str] = Field(description="Column names in order: GPU0.., NIC0../mlx5_0..")
+    gpus: list[str] = Field(default_factory=list)
+    nics: list[str] = Field(default_factory=list)
+    links: dict[str, dict[str, str]] = Field(
+        description="links[from][to] = the legend token: X, NV12, PIX, PXB, PHB, NODE, SYS, SOC."
+    )
+    cpu_affinity: dict[str, str] = Field(default_factory=dict)
+    numa_affinity: dict[str, str] = Field(default_factory=dict)
+    gpu_numa_id: dict[str, str] = Field(default_factory=dict)
+    nic_names: dict[str, str] = Field(default_factory=dict, description="NIC Legend: NIC0 -> mlx5_0.")
+    legend: Literal["SYS", "SOC", "none"] = Field("none", description="Which legend generation was printed.")
+    problems: list[str] = Field(default_factory=list, description="Cells or rows that could not be read.")
+
+
+class Measurement(BaseModel):
+    time_us: float | None = None
+    algbw: float | None = Field(None, description="GB/s (1e9 bytes/s).")
+    busbw: float | None = None
+    wrong: float | None = Field(None, description="#wrong count (v2.13+) or max error (older `error` column).")
+    extra: dict[str, float | str | None] = Field(default_factory=dict, description="i_min, i_max ... with -I 1.")
+
+
+class BenchmarkRow(BaseModel):
+    size: int
+    count: int
+    type: str
+    redop: str = ""
+    root: int = -1
+    out_of_place: Measurement
+    in_place: Measurement
+    timestamp: str | None = None
+    line: int
+
+
+class TestDevice(BaseModel):
+    rank: int
+    group: int | None = None
+    pid: int | None = None
+    host: str
+    cuda_dev: int
+    bus_id: str
+    name: str
+
+
+class BenchmarkRun(BaseModel):
+    """One nccl-tests table (text or -J JSON)."""
+
+    source: str
+    line: int
+    collective: str | None = Field(None, description="all_reduce, all_gather ... when known.")
+    nranks: int | None = None
+    nthreads: int | None = None
+    ngpus: int | None = None
+    min_bytes: int | None = None
+    max_bytes: int | None = None
+    iters: int | None = None
+    warmup_iters: int | None = None
+    nccl_tests_version: str | None = None
+    nccl_headers: int | None = None
+    nccl_library: int | None = None
+    layout: str = Field("", description="Header generation: v1, v2.0-2.11, v2.13+, headerless, json.")
+    time_label: Literal["time", "cputime"] = "time"
+    devices: list[TestDevice] = Field(default_factory=list)
+    rows: list[BenchmarkRow] = Field(default_factory=list)
+    avg_busbw: float | None = Field(None, description="The footer's Avg bus bandwidth (a mean over every row).")
+    out_of_bounds: int | None = None
+    out_of_bounds_ok: bool | None = None
+    failures: list[Evidence] = Field(default_factory=list, description="Test NCCL/CUDA failure lines.")
+    errors: list[str] = Field(default_factory=list)
+    evidence: Evidence | None = None
+
+
+class GraphSearch(BaseModel):
+    """A `Pattern ...` graph search result (GRAPH subsystem) and its channels."""
+
+    host: str | None = None
+    pid: int | None = None
+    pattern: int
+    cross_nic: int
+    nchannels: int
+    bw_intra: float
+    bw_inter: float
+    type_intra: str | None = None
+    type_inter: str | None = None
+    same_channels: int
+    channels: list[str] = Field(default_factory=list)
+    evidence: Evidence
+
+
+class SystemTopology(BaseModel):
+    """NCCL's own topology dump (`=== System : maxBw ...`), one per process that printed it."""
+
+    host: str | None = None
+    pid: int | None = None
+    max_bw: float | None = None
+    total_bw: float | None = None
+    nodes: list[str] = Field(default_factory=list, description="Node and link lines, indentation kept.")
+    evidence: Evidence
+
+
+class TuningChoice(BaseModel):
+    collective: str | None = None
+    size: int
+    algorithm: str
+    protocol: str
+    count: int = 1
+    evidence: Evidence
+
+
+class Case(BaseModel):
+    """Everything understood from the inputs of one `ncclscope` invocation."""
+
+    ncclscope_version: str
+    sources: list[Source] = Field(default_factory=list)
+    nccl_versions: list[str] = Field(default_factory=list)
+    cuda_driver_versions: list[int] = Field(default_factory=list)
+    hosts: list[Host] = Field(default_factory=list)
+    processes: list[Process] = Field(default_factory=list)
+    communicators: list[Communicator] = Field(default_factory=list)
+    connections: ConnectionSummary = Field(default_factory=ConnectionSummary)
+    edges: list[Connection] = Field(default_factory=list, description="Distinct connection edges (capped).")
+    edges_truncated: bool = False
+    net_devices: list[NetDevice] = Field(default_factory=list)
+    env: list[EnvSetting] = Field(default_factory=list)
+    warnings: list[NcclMessage] = Field(default_factory=list, description="WARN lines (capped per family).")
+    warning_count: int = 0
+    error_traces: list[ErrorTrace] = Field(default_factory=list)
+    gdr_messages: list[NcclMessage] = Field(default_factory=list, description="GPU Direct RDMA lines.")
+    messages: list[NcclMessage] = Field(
+        default_factory=list, description="Other notable INFO lines (NVLS support, P2P level, affinity ...)."
+    )
+    graphs: list[GraphSearch] = Field(default_factory=list)
+    system_topologies: list[SystemTopology] = Field(default_factory=list)
+    tuning: list[TuningChoice] = Field(default_factory=list)
+    topologies: list[TopologyMatrix] = Field(default_factory=list)
+    benchmarks: list[BenchmarkRun] = Field(default_factory=list)

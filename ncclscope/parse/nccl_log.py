@@ -1,0 +1,641 @@
+"""NCCL debug log lines -> records, fast, with grammars/nccl_log.lark as the authority.
+
+Large logs repeat a few hundred line shapes millions of times. A line's *skeleton* is the line
+with every digit replaced by '0': lines of one skeleton have the same length and the same
+characters everywhere but in their digits, so the Lark parse of the first line of a skeleton
+(its *template*: which byte ranges hold which fields) is valid for all of them. Lark parses each
+skeleton once; the fields of every later line are cut out of it by position, a whole group of
+lines at a time with numpy. Digits that belong to keywords (the 2 of "P2P") are checked against
+the template so a line that only looks alike is parsed on its own.
+
+Connection lines, GRAPH ring lines and per-call lines are the bulk of big logs; they are
+aggregated column-wise and never become per-line objects. Every other record becomes an `Event`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from lark import Lark, Token, Tree
+from lark.exceptions import LarkError
+
+from ncclscope import grammars
+from ncclscope.normalize import clean, find_records, strip_launcher_prefix
+
+DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+MAX_LINE_BYTES = 64 * 1024  # longer lines are reported, not parsed
+CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
+GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
+ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
+LOCATION_RE = re.compile(r"^(?:(?P<ms>\d+\.\d+)\s+)?(?P<file>.*?):(?P<line>\d+)(?:\s+\((?P<func>[^)]*)\))?$")
+
+# families aggregated column-wise (the bulk of big logs)
+BULK_FAMILIES = frozenset(
+    {"connection", "collnet_connection", "graph_ring", "graph_tree", "graph_channel", "coll_call", "call", "trace"}
+)
+
+Span = tuple[int, int]
+
+
+@dataclass(slots=True)
+class RecordShape:
+    """Where one record sits in a line of a given skeleton, and what its fields are."""
+
+    span: Span
+    level: str  # INFO, WARN, TRACE, CALL, ABORT, or BARE (message without prefix)
+    family: str | None  # None: not understood
+    reason: str = ""
+    prefix: dict[str, Span] = field(default_factory=dict)  # timestamp, host, pid, tid, cuda_dev, location
+    fields: dict[str, Any] = field(default_factory=dict)  # nested; leaves are spans or True
+    elided: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class LineShape:
+    """The template of one skeleton."""
+
+    records: list[RecordShape]
+    lead: Span | None = None  # content before the first record (a table row the record was glued to)
+    recognized: bool = True
+    fixed_digits: np.ndarray | None = None  # columns whose digit must equal the exemplar's
+    exemplar: bytes = b""
+
+    @property
+    def is_nccl(self) -> bool:
+        return bool(self.records)
+
+
+class Event:
+    """One NCCL record that is not bulk. Fields are decoded from the raw line on first use."""
+
+    __slots__ = ("line", "raw", "shape", "_fields")
+
+    def __init__(self, line: int, raw: bytes, shape: RecordShape) -> None:
+        self.line = line
+        self.raw = raw
+        self.shape = shape
+        self._fields: dict[str, Any] | None = None
+
+    @property
+    def family(self) -> str:
+        return self.shape.family or ""
+
+    @property
+    def level(self) -> str:
+        return self.shape.level
+
+    @property
+    def elided(self) -> bool:
+        return self.shape.elided
+
+    @property
+    def text(self) -> str:
+        return clean(self.raw.decode("utf-8", "replace")).text
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        if self._fields is None:
+            self._fields = _decode(self.shape.fields, self.raw)
+        return self._fields
+
+    def _prefix(self, key: str) -> str | None:
+        span = self.shape.prefix.get(key)
+        return self.raw[span[0] : span[1]].decode("utf-8", "replace") if span else None
+
+    @property
+    def host(self) -> str | None:
+        return self._prefix("host")
+
+    @property
+    def pid(self) -> int | None:
+        value = self._prefix("pid")
+        return int(value) if value else None
+
+    @property
+    def tid(self) -> int | None:
+        value = self._prefix("tid")
+        return int(value) if value else None
+
+    @property
+    def cuda_dev(self) -> int | None:
+        value = self._prefix("cuda_dev")
+        return int(value) if value else None
+
+    @property
+    def timestamp(self) -> str | None:
+        return self._prefix("timestamp")
+
+    @property
+    def location(self) -> str | None:
+        return self._prefix("location")
+
+    def __getstate__(self) -> tuple[int, bytes, RecordShape]:
+        return (self.line, self.raw, self.shape)
+
+    def __setstate__(self, state: tuple[int, bytes, RecordShape]) -> None:
+        self.line, self.raw, self.shape = state
+        self._fields = None
+
+
+@dataclass
+class Unrecognized:
+    line: int
+    text: str
+    reason: str
+
+
+@dataclass
+class LogResult:
+    """What the NCCL log parser found in one source."""
+
+    events: list[Event] = field(default_factory=list)
+    nccl_lines: int = 0
+    recognized: int = 0
+    unrecognized_count: int = 0
+    unrecognized: list[Unrecognized] = field(default_factory=list)
+    families: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # connections aggregated: key -> [lines, first line number, first raw line]
+    edges: dict[tuple, list] = field(default_factory=dict)
+    by_transport: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    transport_examples: dict[str, tuple[int, str]] = field(default_factory=dict)
+    graph_rings: list[np.ndarray] = field(default_factory=list)  # rows: pid, channel, prev, rank, next
+    graph_ring_hosts: list[np.ndarray] = field(default_factory=list)
+    coll_calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    bulk_examples: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+
+UNRECOGNIZED_KEEP = 50
+
+
+def _parser() -> Lark:
+    return grammars.load("nccl_log", ("record", "loose_record", "message"))
+
+
+def _span(tok: Token) -> Span:
+    return (tok.start_pos or 0, tok.end_pos or 0)
+
+
+def _extract(tree: Tree) -> dict[str, Any]:
+    """A parse tree as nested {field: span | True | dict | list} named by the grammar's rules."""
+    out: dict[str, Any] = {}
+    for child in tree.children:
+        if isinstance(child, Token):
+            key, value = child.type.lower(), _span(child)
+        else:
+            key = str(child.data)
+            kids = child.children
+            if len(kids) == 1 and isinstance(kids[0], Token):
+                value = _span(kids[0])
+            elif not kids:
+                value = True
+            else:
+                value = _extract(child)
+        existing = out.get(key)
+        if existing is None:
+            out[key] = value
+        elif isinstance(existing, _Repeated):
+            existing.append(value)
+        else:
+            out[key] = _Repeated([existing, value])
+    return out
+
+
+class _Repeated(list):
+    """A field that occurs several times in one record (device lists, ring ranks ...)."""
+
+
+def _shift(value: Any, mapper: Callable[[int, int], Span]) -> Any:
+    if isinstance(value, tuple):
+        return mapper(*value)
+    if isinstance(value, dict):
+        return {k: _shift(v, mapper) for k, v in value.items()}
+    if isinstance(value, list):
+        return _Repeated(_shift(v, mapper) for v in value)
+    return value
+
+
+def _spans_of(value: Any) -> list[Span]:
+    if isinstance(value, tuple):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _spans_of(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _spans_of(v)]
+    return []
+
+
+def _decode(value: Any, line: bytes) -> Any:
+    if isinstance(value, tuple):
+        return line[value[0] : value[1]].decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {k: _decode(v, line) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v, line) for v in value]
+    return value
+
+
+class NcclLogParser:
+    """Feeds lines of one source; collects records, counts and the lines that are not NCCL's."""
+
+    def __init__(self, on_other: Callable[[int, str], None]) -> None:
+        self.result = LogResult()
+        self._on_other = on_other
+        self._cache: dict[bytes, LineShape] = {}
+        self._parser = _parser()
+        self._host_ids: dict[bytes, int] = {}
+        self._pointer_cache: dict[bytes, LineShape] = {}
+
+    # ----------------------------------------------------------------------------------- lines
+    def feed_block(self, data: bytes, first_line: int) -> None:
+        """`data` holds whole lines separated by b'\\n' (no trailing newline)."""
+        lines = data.split(b"\n")
+        skeletons = data.translate(DIGITS_TO_ZERO).split(b"\n")
+        groups: dict[LineShape, list[int]] = {}
+        cache = self._cache
+        for i, skeleton in enumerate(skeletons):
+            shape = cache.get(skeleton)
+            if shape is None:
+                line = lines[i]
+                if len(line) > MAX_LINE_BYTES:
+                    self._overlong(first_line + i, line)
+                    continue
+                shape = self._shape_for_new_skeleton(line)
+                if len(cache) >= CACHE_LIMIT:
+                    cache.clear()
+                    self._pointer_cache.clear()
+                cache[skeleton] = shape
+            if not shape.records:
+                self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
+                continue
+            if shape.lead is not None:
+                lead = lines[i][shape.lead[0] : shape.lead[1]].decode("utf-8", "replace")
+                self._on_other(first_line + i, clean(lead).text)
+            group = groups.get(shape)
+            if group is None:
+                groups[shape] = [i]
+            else:
+                group.append(i)
+        for shape, indices in groups.items():
+            self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
+
+    def _overlong(self, line_no: int, line: bytes) -> None:
+        if b"NCCL " in line:
+            self.result.nccl_lines += 1
+            self._unrecognized(line_no, line[:300], f"line too long ({len(line)} bytes), not parsed")
+        else:
+            self._on_other(line_no, "")
+
+    # -------------------------------------------------------------------------------- learning
+    def _shape_for_new_skeleton(self, line: bytes) -> LineShape:
+        """Lines that differ only in pointers (comm 0x55d5c8a3f1e0) share a shape: one parse each."""
+        pointer_key = None
+        if b"0x" in line:
+            pointer_key = POINTER_RE.sub(_zero_pointer, line).translate(DIGITS_TO_ZERO)
+            shape = self._pointer_cache.get(pointer_key)
+            if shape is not None:
+                return shape
+        shape = self._learn(line)
+        if pointer_key is not None and _pointers_inside_fields(line, shape):
+            self._pointer_cache[pointer_key] = shape
+        return shape
+
+    def _learn(self, raw: bytes) -> LineShape:
+        """Parse one exemplar line with the grammar and remember where its fields are."""
+        text_raw = raw.decode("latin-1")  # one char per byte: positions stay byte positions
+        cl = clean(text_raw)
+        text = cl.text
+        spans = find_records(text)
+        records: list[RecordShape] = []
+        lead: Span | None = None
+        if spans:
+            before = text[: spans[0][0]]
+            _, rest = strip_launcher_prefix(before.lstrip())
+            if rest.strip():
+                start = spans[0][0] - len(rest)
+                lead = cl.raw_span(start, spans[0][0])
+            for start, end in spans:
+                records.append(self._parse_record(text[start:end], start, "record", cl.raw_span))
+        else:
+            prefix, rest = strip_launcher_prefix(text)
+            body = rest.strip()
+            if body and body[0] not in "#|" and len(body) < 4096:
+                start = len(prefix) + (len(rest) - len(rest.lstrip()))
+                record = self._parse_record(body, start, "message", cl.raw_span)
+                if record.family is not None:
+                    records.append(record)
+        shape = LineShape(records, lead, all(r.family is not None for r in records), exemplar=raw)
+        if records:
+            shape.fixed_digits = self._fixed_digit_columns(raw, records)
+        return shape
+
+    def _parse_record(self, text: str, offset: int, start: str, to_raw: Callable[[int, int], Span]) -> RecordShape:
+        def mapper(a: int, b: int) -> Span:
+            return to_raw(a + offset, b + offset)
+
+        whole = to_raw(offset, offset + len(text))
+        tree, elided = self._try_parse(text, start)
+        if tree is None:
+            if start == "message":
+                return RecordShape(whole, "BARE", None, "not an NCCL message")
+            return self._parse_loose(text, whole, mapper)
+        if start == "message":
+            return RecordShape(whole, "BARE", str(tree.data), fields=_shift(_extract(tree), mapper), elided=elided)
+        prefix: dict[str, Span] = {}
+        body = tree.children[-1]
+        for child in tree.children[:-1]:
+            prefix.update(self._prefix_fields(child, text))
+        level = str(body.data).upper()
+        fields: dict[str, Any] = {}
+        family: str = level.lower()
+        for child in body.children:
+            if isinstance(child, Tree) and child.data == "location":
+                prefix["location"] = _span(child.children[0])
+            elif isinstance(child, Tree):
+                family = str(child.data)
+                fields = _extract(child)
+                if not child.children:
+                    fields = {}
+            elif isinstance(child, Token) and child.type == "TEXT":
+                fields = {"text": _span(child)}
+        return RecordShape(
+            whole, level, family, prefix={k: mapper(*v) for k, v in prefix.items()},
+            fields=_shift(fields, mapper), elided=elided,
+        )
+
+    def _try_parse(self, text: str, start: str) -> tuple[Tree | None, bool]:
+        try:
+            return self._parser.parse(text, start=start), False
+        except LarkError:
+            pass
+        trimmed = ELLIPSIS_RE.sub("", text)
+        if trimmed != text and trimmed:
+            try:
+                return self._parser.parse(trimmed, start=start), True
+            except LarkError:
+                pass
+        return None, False
+
+    def _parse_loose(self, text: str, whole: Span, mapper: Callable[[int, int], Span]) -> RecordShape:
+        try:
+            tree = self._parser.parse(text, start="loose_record")
+        except LarkError as exc:
+            return RecordShape(whole, "INFO", None, f"unreadable record: {str(exc).splitlines()[0][:120]}")
+        prefix: dict[str, Span] = {}
+        level = "INFO"
+        message: Span | None = None
+        for child in tree.children:
+            if isinstance(child, Tree) and child.data == "prefix":
+                prefix.update(self._prefix_fields(child, text))
+            elif isinstance(child, Tree) and child.data == "location":
+                prefix["location"] = _span(child.children[0])
+            elif isinstance(child, Token) and child.type == "LEVEL":
+                level = str(child)
+            elif isinstance(child, Token) and child.type == "TEXT":
+                message = _span(child)
+        mapped = {k: mapper(*v) for k, v in prefix.items()}
+        fields = {"text": mapper(*message)} if message else {}
+        if level in ("WARN", "ABORT"):
+            # any WARN is a WARN: its text is kept whole and grouped by message later
+            return RecordShape(whole, level, "warn", prefix=mapped, fields=fields)
+        return RecordShape(whole, level, None, "unknown message", prefix=mapped, fields=fields)
+
+    @staticmethod
+    def _prefix_fields(prefix: Tree, text: str) -> dict[str, Span]:
+        out: dict[str, Span] = {}
+        for part in prefix.children:
+            if not isinstance(part, Tree) or not part.children:
+                continue
+            token = part.children[0]
+            if part.data == "device":
+                token = token.children[0] if isinstance(token, Tree) else token
+                out["cuda_dev"] = _span(token)
+            elif part.data == "timestamp":
+                out["timestamp"] = _span(token)
+            elif part.data == "origin":
+                a, b = _span(token)
+                value = text[a:b]
+                if token.type == "PROCESS":
+                    host, pid, tid = value.rsplit(":", 2)
+                    h_end = a + len(host)
+                    p_end = h_end + 1 + len(pid)
+                    out["host"] = (a, h_end)
+                    out["pid"] = (h_end + 1, p_end)
+                    out["tid"] = (p_end + 1, b)
+                else:
+                    out["host"] = (a, b)
+        return out
+
+    @staticmethod
+    def _fixed_digit_columns(raw: bytes, records: list[RecordShape]) -> np.ndarray | None:
+        """Digits inside a record but outside every field: keywords such as P2P, NV18, C2C."""
+        covered = bytearray(len(raw))
+        for record in records:
+            for a, b in list(record.prefix.values()) + _spans_of(record.fields):
+                covered[a:b] = b"\x01" * (b - a)
+        columns = [
+            i
+            for record in records
+            for i in range(record.span[0], record.span[1])
+            if 48 <= raw[i] <= 57 and not covered[i]
+        ]
+        return np.array(columns, dtype=np.intp) if columns else None
+
+    # -------------------------------------------------------------------------------- emitting
+    def _emit_group(self, shape: LineShape, lines: list[bytes], line_nos: list[int]) -> None:
+        if shape.fixed_digits is not None and len(lines) > 1:
+            cols = shape.fixed_digits
+            want = np.frombuffer(shape.exemplar, np.uint8)[cols]
+            matrix = np.frombuffer(b"".join(lines), dtype=np.uint8).reshape(len(lines), len(lines[0]))
+            same = (matrix[:, cols] == want).all(axis=1)
+            if not same.all():
+                for i in np.flatnonzero(~same).tolist():  # other keyword digits: parse on its own
+                    self._emit_group(self._learn(lines[i]), [lines[i]], [line_nos[i]])
+                keep = np.flatnonzero(same).tolist()
+                lines = [lines[i] for i in keep]
+                line_nos = [line_nos[i] for i in keep]
+                if not lines:
+                    return
+        res = self.result
+        n = len(lines)
+        res.nccl_lines += n
+        if shape.recognized:
+            res.recognized += n
+        else:
+            res.unrecognized_count += n
+            for line, no in zip(lines, line_nos):
+                if len(res.unrecognized) >= UNRECOGNIZED_KEEP:
+                    break
+                reason = next((r.reason for r in shape.records if r.family is None), "")
+                res.unrecognized.append(Unrecognized(no, clean(line.decode("utf-8", "replace")).text[:300], reason))
+        for record in shape.records:
+            if record.family is None:
+                continue
+            res.families[record.family] += n
+            if record.family in BULK_FAMILIES:
+                self._bulk(record, lines, line_nos)
+            else:
+                res.events.extend(map(Event, line_nos, lines, [record] * n))
+
+    # ------------------------------------------------------------------------------ bulk paths
+    def _bulk(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
+        family = record.family or ""
+        res = self.result
+        if family not in res.bulk_examples:
+            res.bulk_examples[family] = (line_nos[0], clean(lines[0].decode("utf-8", "replace")).text)
+        if family in ("connection", "collnet_connection"):
+            self._connections(record, lines, line_nos)
+        elif family == "graph_ring":
+            self._graph_rings(record, lines)
+        elif family == "coll_call":
+            name = _decode(record.fields.get("func_name"), lines[0])
+            res.coll_calls[str(name)] += len(lines)
+
+    def _columns(self, lines: list[bytes]) -> Callable[[Span], np.ndarray]:
+        """Cut a byte range out of every line of a group at once."""
+        width = len(lines[0])
+        if len(lines) < GROUP_VECTOR_MIN:
+            return lambda span: np.array([line[span[0] : span[1]] for line in lines])
+        matrix = np.frombuffer(b"".join(lines), dtype=np.uint8).reshape(len(lines), width)
+
+        def column(span: Span) -> np.ndarray:
+            a, b = span
+            return np.ascontiguousarray(matrix[:, a:b]).view(f"S{b - a}").ravel()
+
+        column.matrix = matrix  # type: ignore[attr-defined]
+        return column
+
+    def _host_column(self, record: RecordShape, column: Callable[[Span], np.ndarray], n: int) -> np.ndarray:
+        span = record.prefix.get("host")
+        if span is None:
+            return np.full(n, -1, dtype=np.int64)
+        values = column(span)
+        uniq, inverse = np.unique(values, return_inverse=True)
+        ids = np.array([self._host_ids.setdefault(bytes(u), len(self._host_ids)) for u in uniq], dtype=np.int64)
+        return ids[inverse]
+
+    @staticmethod
+    def _int_column(column: Callable[[Span], np.ndarray], span: Any, n: int, default: int = -1) -> np.ndarray:
+        if not isinstance(span, tuple):
+            return np.full(n, default, dtype=np.int64)
+        matrix = getattr(column, "matrix", None)
+        a, b = span
+        if matrix is not None and b - a <= 18:
+            digits = matrix[:, a:b].astype(np.int64) - 48
+            if ((digits >= 0) & (digits <= 9)).all():  # lines of one shape have digits at the same places
+                return digits @ (10 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
+        return column(span).astype(np.int64)
+
+    def _connections(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
+        res = self.result
+        f = record.fields
+        n = len(lines)
+        column = self._columns(lines)
+        exemplar = lines[0]
+        transport, gdr, shared, is_net = _transport_of(f, exemplar)
+        res.by_transport[transport] += n
+        if transport not in res.transport_examples:
+            res.transport_examples[transport] = (line_nos[0], clean(exemplar.decode("utf-8", "replace")).text)
+        ends = f.get("endpoint")
+        if record.family == "collnet_connection":
+            src, dst = {"rank": f.get("rank")}, {}
+        else:
+            src, dst = (ends[0], ends[1]) if isinstance(ends, list) else (ends or {}, {})
+        direction = _decode(f.get("direction"), exemplar) if "direction" in f else ""
+        direction = str(direction).strip("[]")
+        hosts = self._host_column(record, column, n)
+        pids = self._int_column(column, record.prefix.get("pid"), n)
+        # a [receive] line names the remote sender first: NET edges are keyed by the local rank
+        local = dst if direction == "receive" and dst else src
+        from_rank = self._int_column(column, local.get("rank"), n)
+        net = f.get("net") or {}
+        if is_net:
+            nic = self._int_column(column, (net or f).get("net_dev"), n)
+            proxy = self._int_column(column, (net or f).get("proxy_rank"), n)
+            keys = np.stack([hosts, pids, from_rank, nic, proxy], axis=1)
+            to_devs = None
+        else:
+            to_rank = self._int_column(column, dst.get("rank"), n)
+            keys = np.stack([hosts, pids, from_rank, to_rank], axis=1)
+            to_devs = (column(src["dev"]) if isinstance(src.get("dev"), tuple) else None,
+                       column(dst["dev"]) if isinstance(dst.get("dev"), tuple) else None)
+        uniq, first, counts = _unique_rows(keys)
+        hosts_by_id = {v: k for k, v in self._host_ids.items()}
+        for row, idx, count in zip(uniq.tolist(), first.tolist(), counts.tolist()):
+            host = hosts_by_id.get(row[0], b"").decode("utf-8", "replace") if row[0] >= 0 else None
+            if is_net:
+                key = (host, row[1], transport, direction, row[2], -1, row[3], row[4], gdr, shared, "", "")
+            else:
+                devs = to_devs or (None, None)
+                fd = devs[0][idx].decode() if devs[0] is not None else ""
+                td = devs[1][idx].decode() if devs[1] is not None else ""
+                key = (host, row[1], transport, direction, row[2], row[3], -1, -1, gdr, shared, fd, td)
+            entry = res.edges.get(key)
+            if entry is None:
+                res.edges[key] = [count, line_nos[idx], lines[idx]]
+            else:
+                entry[0] += count
+
+    def _graph_rings(self, record: RecordShape, lines: list[bytes]) -> None:
+        ends = record.fields.get("endpoint")
+        if not isinstance(ends, list) or len(ends) != 3:
+            return
+        n = len(lines)
+        column = self._columns(lines)
+        cols = [self._int_column(column, record.prefix.get("pid"), n),
+                self._int_column(column, record.fields.get("channel"), n)]
+        cols += [self._int_column(column, e.get("rank"), n) for e in ends]
+        self.result.graph_rings.append(np.stack(cols, axis=1))
+        self.result.graph_ring_hosts.append(self._host_column(record, column, n))
+
+    def host_names(self) -> dict[int, str]:
+        return {v: k.decode("utf-8", "replace") for k, v in self._host_ids.items()}
+
+
+def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(axis=0) with first indices and counts, through a 1-D hash (checked, exact)."""
+    mixed = keys[:, 0].copy()
+    for j in range(1, keys.shape[1]):
+        mixed = mixed * np.int64(1_000_003) + keys[:, j]  # wraps on overflow; collisions are checked
+    _, first, inverse, counts = np.unique(mixed, return_index=True, return_inverse=True, return_counts=True)
+    if not (keys == keys[first][inverse]).all():
+        return np.unique(keys, axis=0, return_index=True, return_counts=True)[0:3]  # type: ignore[return-value]
+    return keys[first], first, counts
+
+
+POINTER_RE = re.compile(rb"0x[0-9a-fA-F]+")
+
+
+def _zero_pointer(match: re.Match[bytes]) -> bytes:
+    return b"0x" + b"0" * (match.end() - match.start() - 2)
+
+
+def _pointers_inside_fields(line: bytes, shape: LineShape) -> bool:
+    """True when every 0x... of the line lies inside a field: then only field bytes differ."""
+    spans = [s for r in shape.records for s in list(r.prefix.values()) + _spans_of(r.fields)]
+    return all(
+        any(a <= m.start() and m.end() <= b for a, b in spans) for m in POINTER_RE.finditer(line)
+    ) and bool(shape.records)
+
+
+def _transport_of(fields: dict[str, Any], line: bytes) -> tuple[str, bool, bool, bool]:
+    """(transport label, GDR, shared, is NET) of a connection line's transport fields."""
+    if "p2p" in fields or "p2p_indirect" in fields:
+        p2p = fields.get("p2p") or fields.get("p2p_indirect")
+        kind = _decode(p2p.get("p2p_kind"), line) if isinstance(p2p, dict) and "p2p_kind" in p2p else "indirect"
+        options = p2p.get("p2p_option") if isinstance(p2p, dict) else None
+        opts = [options] if isinstance(options, tuple) else list(options or [])
+        suffix = "".join("/" + str(_decode(o, line)) for o in opts)
+        return f"P2P/{kind}{suffix}", False, False, False
+    if "shm" in fields:
+        return "SHM", False, False, False
+    net = fields.get("net") if "net" in fields else fields
+    name = str(_decode(net.get("net_name"), line)) if isinstance(net, dict) and "net_name" in net else "?"
+    options = net.get("net_option") if isinstance(net, dict) else None
+    opts = [options] if isinstance(options, tuple) else list(options or [])
+    values = {str(_decode(o, line)) for o in opts}
+    prefix = "COLLNET" if "net" not in fields else "NET"
+    return f"{prefix}/{name}", "GDRDMA" in values, "Shared" in values, True

@@ -1,0 +1,167 @@
+"""Opening inputs and reading them as blocks of whole lines, with line numbers.
+
+An input is a file, `-` (stdin, streamed as it arrives), a `.gz` file, or a directory (read
+recursively). Problems never raise out of here: they are returned as `InputProblem`s naming the
+input, and whatever was read before the problem is still used.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+BLOCK_BYTES = 16 * 1024 * 1024  # big blocks: fewer, larger groups of same-shape lines
+STDIN_READ_BYTES = 64 * 1024  # small reads: a piped job's output is analysed as it arrives
+MAX_LINE_BYTES = 64 * 1024  # longer lines are cut here (the rest is dropped and reported)
+SNIFF_BYTES = 8192
+
+
+@dataclass
+class InputFile:
+    """One readable input: a path, or '-' for stdin."""
+
+    path: str
+    display: str
+
+    @property
+    def is_stdin(self) -> bool:
+        return self.path == "-"
+
+
+@dataclass
+class ReadStats:
+    lines: int = 0
+    bytes: int = 0
+    overlong_lines: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes)
+    problems: list[str] = field(default_factory=list)
+    binary: bool = False
+
+
+def expand_inputs(paths: list[str]) -> tuple[list[InputFile], list[str]]:
+    """Files to read, in a stable order, and one message per path that cannot be used."""
+    files: list[InputFile] = []
+    problems: list[str] = []
+    for raw in paths:
+        if raw == "-":
+            files.append(InputFile("-", "-"))
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            members = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            if not members:
+                problems.append(f"{raw}: directory holds no files")
+            files.extend(InputFile(str(p), str(p)) for p in members)
+        elif path.exists():
+            files.append(InputFile(str(path), raw))
+        else:
+            problems.append(f"{raw}: no such file or directory")
+    return files, problems
+
+
+def open_binary(item: InputFile) -> BinaryIO:
+    if item.is_stdin:
+        return sys.stdin.buffer
+    if item.path.endswith(".gz"):
+        return gzip.open(item.path, "rb")  # type: ignore[return-value]
+    return open(item.path, "rb")  # noqa: SIM115 - closed by the caller
+
+
+def read_head(item: InputFile, size: int = SNIFF_BYTES) -> bytes:
+    """The first bytes of a file input (not stdin), for sniffing; b'' on any error."""
+    if item.is_stdin:
+        return b""
+    try:
+        with open_binary(item) as handle:
+            return handle.read(size)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+        return b""
+
+
+def iter_blocks(item: InputFile, stats: ReadStats) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines (joined by b'\\n', no trailing newline) and the first line's number."""
+    try:
+        handle = open_binary(item)
+    except OSError as exc:
+        stats.problems.append(f"cannot open: {exc.strerror or exc}")
+        return
+    reader = _reader(handle, item.is_stdin)
+    pending = b""
+    overlong = 0  # bytes of the current line beyond MAX_LINE_BYTES
+    line_no = 1
+    first = True
+    try:
+        while True:
+            try:
+                chunk = reader()
+            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                stats.problems.append(f"compressed data ends early or is damaged ({exc}); read {stats.lines} lines")
+                break
+            except OSError as exc:
+                stats.problems.append(f"read error after {stats.lines} lines: {exc.strerror or exc}")
+                break
+            if not chunk:
+                break
+            if first:
+                first = False
+                if b"\x00" in chunk[:SNIFF_BYTES]:
+                    stats.binary = True
+                    stats.problems.append("binary data (NUL bytes), not a text log; skipped")
+                    return
+            stats.bytes += len(chunk)
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                pending, overlong = _grow(pending, chunk, overlong)
+                continue
+            head, tail = chunk[:cut], chunk[cut + 1 :]
+            if pending:
+                first_nl = head.find(b"\n")
+                if first_nl < 0:
+                    pending, overlong = _grow(pending, head, overlong)
+                    head = b""
+                    block = pending
+                else:
+                    pending, overlong = _grow(pending, head[:first_nl], overlong)
+                    block = pending + head[first_nl:]
+            else:
+                block = head
+            if overlong:
+                stats.overlong_lines.append((line_no, MAX_LINE_BYTES + overlong))
+            count = block.count(b"\n") + 1
+            stats.lines += count
+            yield block, line_no
+            line_no += count
+            pending, overlong = b"", 0
+            pending, overlong = _grow(pending, tail, overlong)
+        if pending or overlong:
+            if overlong:
+                stats.overlong_lines.append((line_no, MAX_LINE_BYTES + overlong))
+            stats.lines += 1
+            yield pending, line_no
+    finally:
+        if not item.is_stdin:
+            handle.close()
+
+
+def _grow(pending: bytes, more: bytes, overlong: int) -> tuple[bytes, int]:
+    """Append to the line being assembled, keeping at most MAX_LINE_BYTES of it."""
+    room = MAX_LINE_BYTES - len(pending)
+    if len(more) <= room:
+        return pending + more, overlong
+    return pending + more[: max(room, 0)], overlong + len(more) - max(room, 0)
+
+
+def _reader(handle: BinaryIO, streaming: bool):  # type: ignore[no-untyped-def]
+    if streaming and hasattr(handle, "read1"):
+        return lambda: handle.read1(STDIN_READ_BYTES)  # type: ignore[attr-defined]
+    return lambda: handle.read(BLOCK_BYTES)
+
+
+def display_name(path: str) -> str:
+    return os.path.normpath(path) if path != "-" else "-"
+
