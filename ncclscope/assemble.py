@@ -1,0 +1,614 @@
+"""Records of every input -> one Case: processes, hosts, communicators, devices, settings.
+
+Per-process state (the communicator being set up, the topology dump being printed) is rebuilt by
+walking each process's records in line order, because NCCL prints that context once and then
+prints lines that do not repeat it (ring orders, channel counts, the topology tree).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ncclscope import __version__
+from ncclscope.model import (
+    Case,
+    CommRank,
+    Communicator,
+    Connection,
+    ConnectionSummary,
+    EnvSetting,
+    ErrorTrace,
+    Evidence,
+    GraphSearch,
+    Host,
+    NcclMessage,
+    NetDevice,
+    Process,
+    SystemTopology,
+    TuningChoice,
+)
+from ncclscope.normalize import clean
+from ncclscope.parse.nccl_log import Event
+from ncclscope.parse.source import ParsedInput
+
+EDGE_LIMIT = 10_000
+WARNINGS_PER_FAMILY = 200
+MESSAGES_LIMIT = 2_000
+RESULT_NAMES = {
+    0: "Success",
+    1: "UnhandledCudaError",
+    2: "SystemError",
+    3: "InternalError",
+    4: "InvalidArgument",
+    5: "InvalidUsage",
+    6: "RemoteError",
+    7: "InProgress",
+    8: "Timeout",
+}
+# families whose records are errors even when NCCL logged them at INFO level (NOWARN)
+ERROR_FAMILIES = frozenset(
+    {
+        "warn", "cuda_failure", "call_failed", "socket_failure", "shm_failure", "duplicate_gpu",
+        "version_mismatch", "bootstrap_failure", "proxy_failure", "comm_aborted", "internal_error",
+        "usage_error", "p2p_indirect_note", "plugin_init_failed", "ib_no_device", "ib_no_ip_interface",
+        "socket_no_interface", "ib_async_event", "ib_incompatible_devices", "plugin_load_failed",
+    }
+)
+NOTABLE_FAMILIES = frozenset(
+    {
+        "nvls_support", "p2p_not_enabled", "affinity", "topo_affinity", "cc_mode", "connected", "dmabuf",
+        "gdrcopy", "pxn_disabled", "p2p_chunksize", "thread_thresholds", "mnnvl_clique", "launch_mode",
+        "ras", "net_ofi",
+    }
+)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value).strip().rstrip("."))
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def _listed(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+@dataclass
+class _ProcessState:
+    process: Process
+    comm: Communicator | None = None  # the communicator this process is setting up
+    topology: SystemTopology | None = None
+    trace: ErrorTrace | None = None
+    trace_tid: int | None = None
+    trace_line: int = -10
+
+
+@dataclass
+class _Builder:
+    case: Case
+    processes: dict[tuple[str, str, int | None], _ProcessState] = field(default_factory=dict)
+    comms: dict[str, Communicator] = field(default_factory=dict)
+    comm_by_pointer: dict[tuple[str, str, int | None, str], Communicator] = field(default_factory=dict)
+    env: dict[tuple[str, str], tuple[EnvSetting, set[tuple[str, int | None]]]] = field(default_factory=dict)
+    devices: dict[tuple[str, str, str, int], NetDevice] = field(default_factory=dict)
+    warnings_per_family: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    versions: set[str] = field(default_factory=set)
+
+
+def assemble(inputs: Iterable[ParsedInput]) -> Case:
+    case = Case(ncclscope_version=__version__)
+    builder = _Builder(case)
+    summary = ConnectionSummary()
+    edges: dict[tuple, list] = {}
+    for parsed in inputs:
+        case.sources.append(parsed.source)
+        case.topologies.extend(parsed.topologies)
+        case.benchmarks.extend(parsed.benchmarks)
+        _add_events(builder, parsed)
+        _add_connections(parsed, summary, edges)
+    case.connections = summary
+    case.edges = _edge_models(edges)
+    case.edges_truncated = len(edges) > EDGE_LIMIT
+    _finish(builder, edges)
+    return case
+
+
+# ------------------------------------------------------------------------------------ records
+def _add_events(b: _Builder, parsed: ParsedInput) -> None:
+    path = parsed.source.path
+    by_process: dict[tuple[str | None, int | None], list[Event]] = defaultdict(list)
+    for event in parsed.log.events:
+        by_process[(event.host, event.pid)].append(event)
+    for (host, pid), events in by_process.items():
+        events.sort(key=lambda e: e.line)
+        state = _process(b, path, host, pid)
+        for event in events:
+            _add_event(b, state, event, path)
+
+
+def _process(b: _Builder, path: str, host: str | None, pid: int | None) -> _ProcessState:
+    key = (path, host or "", pid)
+    state = b.processes.get(key)
+    if state is None:
+        state = _ProcessState(Process(host=host or "", pid=pid, source=path))
+        b.processes[key] = state
+        b.case.processes.append(state.process)
+    return state
+
+
+def _evidence(path: str, event: Event) -> Evidence:
+    return Evidence(source=path, line=event.line, text=event.text)
+
+
+def _add_event(b: _Builder, state: _ProcessState, event: Event, path: str) -> None:
+    family = event.family
+    f = event.fields
+    proc = state.process
+    if event.cuda_dev is not None and event.cuda_dev not in proc.cuda_devs:
+        proc.cuda_devs.append(event.cuda_dev)
+    handler = _HANDLERS.get(family)
+    if handler is not None:
+        handler(b, state, event, f, path)
+    elif family in ERROR_FAMILIES or event.level in ("WARN", "ABORT"):
+        _add_message(b, event, f, path, warning=True)
+    elif family in NOTABLE_FAMILIES and len(b.case.messages) < MESSAGES_LIMIT:
+        _add_message(b, event, f, path, warning=False)
+    if event.level in ("WARN", "ABORT") and handler is not None:
+        _add_message(b, event, f, path, warning=True)
+
+
+def _message(event: Event, f: dict[str, Any], path: str) -> NcclMessage:
+    loc = event.location or ""
+    file = line = func = None
+    if loc:
+        head, _, tail = loc.rpartition(" (")
+        if head and tail.endswith(")"):
+            func, loc = tail[:-1], head
+        file, _, line_text = loc.rpartition(":")
+        line = _int(line_text)
+        if " " in file and file.split()[0].replace(".", "").isdigit():  # TRACE: "ms func"
+            file = file.split(None, 1)[1]
+    flat = {k: v for k, v in f.items() if isinstance(v, str)}
+    text = event.text
+    marker = text.find(" NCCL ")
+    message = text[marker + 11 :].strip() if marker >= 0 else text.strip()
+    return NcclMessage(
+        level=event.level if event.level != "BARE" else "INFO",
+        family=event.family,
+        host=event.host,
+        pid=event.pid,
+        tid=event.tid,
+        cuda_dev=event.cuda_dev,
+        file=file or None,
+        file_line=line,
+        function=func,
+        timestamp=event.timestamp,
+        message=message,
+        fields=flat,
+        evidence=_evidence(path, event),
+    )
+
+
+def _add_message(b: _Builder, event: Event, f: dict[str, Any], path: str, warning: bool) -> None:
+    if warning:
+        b.case.warning_count += 1
+        if b.warnings_per_family[event.family] >= WARNINGS_PER_FAMILY:
+            return
+        b.warnings_per_family[event.family] += 1
+        b.case.warnings.append(_message(event, f, path))
+    else:
+        b.case.messages.append(_message(event, f, path))
+
+
+# families ---------------------------------------------------------------------------------------
+def _on_version(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    version = str(f.get("nccl_version", "")).strip()
+    b.versions.add(version)
+    if e.host is not None or e.pid is not None:
+        s.process.nccl_version = version
+
+
+def _on_driver(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    s.process.cuda_driver_version = _int(f.get("driver_version"))
+
+
+def _on_bootstrap(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    first = _listed(f.get("bootstrap_if"))
+    name = first[0].get("interface") if first else f.get("interface")
+    if name:
+        s.process.bootstrap_interface = str(name)
+
+
+def _on_plugin(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    for kind, detail in f.items():
+        if kind == "plugin_loaded":
+            name = detail.get("plugin_name") if isinstance(detail, dict) else None
+            s.process.net_plugin = f"loaded {name}" if name else "loaded"
+        elif kind in ("plugin_not_found", "plugin_internal") and not (s.process.net_plugin or "").startswith("loaded"):
+            s.process.net_plugin = "internal"
+    if e.family in ("plugin_loaded", "plugin_assigned", "plugin_initialized"):
+        s.process.net_plugin = s.process.net_plugin or str(f.get("text", "")).strip()
+    if e.family == "plugin_load_failed" or "plugin_load_failed" in f:
+        _add_message(b, e, f, path, warning=True)
+
+
+def _on_network(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    s.process.network = str(f.get("network", "")).strip()
+
+
+def _device(b: _Builder, e: Event, path: str, transport: str, index: int | None, name: str, **extra: Any) -> None:
+    host = e.host or ""
+    key = (path, host, transport, index if index is not None else -1)
+    if key not in b.devices:
+        b.devices[key] = NetDevice(
+            host=host, transport=transport, index=index if index is not None else -1, name=name,
+            evidence=_evidence(path, e), **extra,
+        )
+
+
+def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    devices = f.get("ib_devices")
+    if isinstance(devices, dict):
+        for dev in _listed(devices.get("ib_device")):
+            members = _listed(dev.get("ib_member"))
+            if members:
+                names = [str(m.get("device_name")) for m in members]
+                _device(
+                    b, e, path, "IB", _int(dev.get("index")), "+".join(names), members=names,
+                    port=_int(members[0].get("port")), link_layer=str(members[0].get("link_layer")),
+                )
+            else:
+                _device(
+                    b, e, path, "IB", _int(dev.get("index")), str(dev.get("device_name")),
+                    port=_int(dev.get("port")), link_layer=str(dev.get("link_layer")),
+                    rail=_int(dev.get("rail")), plane=_int(dev.get("plane")),
+                )
+        return
+    if "gdr" in f:
+        _on_gdr(b, s, e, f["gdr"], path)
+        return
+    if any(k in f for k in ("completion_error", "ib_no_device", "ib_no_ip_interface", "ib_async_event",
+                            "ib_incompatible_devices")) or e.level == "WARN":
+        _add_message(b, e, f.get("completion_error", f) if isinstance(f.get("completion_error"), dict) else f,
+                     path, warning=True)
+
+
+def _on_net_socket(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    devices = f.get("socket_devices")
+    if isinstance(devices, dict):
+        for dev in _listed(devices.get("socket_if")):
+            _device(b, e, path, "Socket", _int(dev.get("index")), str(dev.get("interface")),
+                    address=str(dev.get("address")))
+    elif devices is True:
+        return
+    elif "socket_threads" not in f:
+        _add_message(b, e, f, path, warning=True)
+
+
+def _on_ofi(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    provider = f.get("ofi_provider")
+    if isinstance(provider, dict):
+        name = str(provider.get("ofi_provider"))
+        _device(b, e, path, "OFI", 0, name, link_layer=str(provider.get("ofi_fabric") or "") or None)
+    if e.level == "WARN":
+        return
+    if len(b.case.messages) < MESSAGES_LIMIT:
+        _add_message(b, e, f, path, warning=False)
+
+
+def _on_gdr(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    gdr = f.get("gdr", f)
+    if len(b.case.gdr_messages) < MESSAGES_LIMIT:
+        b.case.gdr_messages.append(_message(e, {"state": str(gdr.get("gdr_state", ""))}, path))
+
+
+def _on_net_gdr_other(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    _on_gdr(b, s, e, f.get("gdr", {}), path)
+
+
+def _on_env(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    name = str(f.get("env_name", "")).strip()
+    value = str(f.get("env_value", "")).strip()
+    if value.endswith(".") and value[:-1].lstrip("-").isdigit():
+        value = value[:-1]  # numeric parameters end with a period (formats.md B.9)
+    key = (name, value)
+    entry = b.env.get(key)
+    if entry is None:
+        entry = (EnvSetting(name=name, value=value, evidence=_evidence(path, e)), set())
+        b.env[key] = entry
+    setting, seen = entry
+    seen.add((e.host or "", e.pid))
+    if e.host and e.host not in setting.hosts:
+        setting.hosts.append(e.host)
+
+
+def _comm_key(e: Event, comm_pointer: str) -> tuple[str, str, int | None, str]:
+    return ("", e.host or "", e.pid, comm_pointer)
+
+
+def _on_init(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    pointer = str(f.get("comm", ""))
+    comm_id = f.get("comm_id")
+    comm_id = str(comm_id) if comm_id and int(str(comm_id), 16) != 0 else None
+    key = comm_id or f"{e.host or ''}:{e.pid}:{pointer}"
+    comm = b.comms.get(key)
+    if comm is None:
+        comm = Communicator(id=key, comm_id=comm_id, evidence=_evidence(path, e))
+        b.comms[key] = comm
+    comm.api = comm.api or (str(f["api"]) if "api" in f else None)
+    comm.nranks = _int(f.get("nranks"))
+    b.comm_by_pointer[_comm_key(e, pointer)] = comm
+    s.comm = comm
+    rank = _int(f.get("rank"))
+    member = next((r for r in comm.ranks if r.rank == rank and r.pid == e.pid and r.host == e.host), None)
+    if member is None:
+        member = CommRank(
+            rank=rank if rank is not None else -1, host=e.host, pid=e.pid, cuda_dev=_int(f.get("cuda_dev")),
+            nvml_dev=_int(f.get("nvml_dev")), bus_id=str(f["bus_id"]) if "bus_id" in f else None,
+            evidence=_evidence(path, e),
+        )
+        comm.ranks.append(member)
+    if str(f.get("init_stage")) == "START":
+        member.init_start = True
+    else:
+        member.init_complete = True
+        member.evidence = _evidence(path, e)
+    if rank is not None and rank not in s.process.ranks:
+        s.process.ranks.append(rank)
+
+
+def _on_comm_summary(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    comm = b.comm_by_pointer.get(_comm_key(e, str(f.get("comm", "")))) or s.comm
+    if comm is not None:
+        comm.nnodes = _int(f.get("nnodes"))
+        comm.nranks = comm.nranks or _int(f.get("nranks"))
+
+
+def _on_channel_counts(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    if s.comm is not None:
+        s.comm.channels = _int(f.get("coll_channels"))
+        s.comm.nvls_channels = _int(f.get("nvls_channels"))
+        s.comm.p2p_channels = _int(f.get("p2p_channels"))
+
+
+def _on_ring_order(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    if s.comm is None:
+        return
+    channel = _int(f.get("channel"))
+    ranks = [_int(r) for r in _listed(f.get("ring_rank"))]
+    if channel is not None:
+        s.comm.rings[channel] = [r for r in ranks if r is not None]
+    if "ellipsis" in f or e.elided:
+        s.comm.rings_truncated = True
+
+
+def _on_trees(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    if s.comm is None:
+        return
+    rank = s.process.ranks[-1] if s.process.ranks else -1
+    entries = []
+    text = e.text
+    start = text.find("Trees")
+    if start >= 0:
+        entries = [part.strip() for part in text[start + 5 :].split("[") if part.strip()]
+    s.comm.trees[rank] = ["[" + part for part in entries]
+
+
+def _on_init_timings(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    rank = _int(f.get("rank"))
+    if s.comm is not None and rank is not None:
+        seconds = _float(f.get("total"))
+        if seconds is not None:
+            s.comm.init_seconds[rank] = seconds
+
+
+def _on_pattern(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    b.case.graphs.append(
+        GraphSearch(
+            host=e.host, pid=e.pid, pattern=_int(f.get("pattern_id")) or 0, cross_nic=_int(f.get("cross_nic")) or 0,
+            nchannels=_int(f.get("nchannels")) or 0, bw_intra=_float(f.get("bw_intra")) or 0.0,
+            bw_inter=_float(f.get("bw_inter")) or 0.0, type_intra=str(f.get("type_intra", "")) or None,
+            type_inter=str(f.get("type_inter", "")) or None, same_channels=_int(f.get("same_channels")) or 0,
+            evidence=_evidence(path, e),
+        )
+    )
+
+
+def _on_system_header(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    values = {}
+    for item in _listed(f.get("system_bw")):
+        parts = str(item.get("system_bw_key", "")), _float(item.get("number"))
+        values[parts[0]] = parts[1]
+    s.topology = SystemTopology(
+        host=e.host, pid=e.pid, max_bw=values.get("maxBw", values.get("maxWidth")),
+        total_bw=values.get("totalBw", values.get("totalWidth")), evidence=_evidence(path, e),
+    )
+    b.case.system_topologies.append(s.topology)
+
+
+def _on_topo_line(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    if s.topology is not None:
+        text = e.text
+        marker = text.find("NCCL INFO ")
+        s.topology.nodes.append(text[marker + 10 :] if marker >= 0 else text)
+
+
+def _on_system_footer(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    s.topology = None
+
+
+def _on_tuning_choice(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    size = _int(f.get("size"))
+    if size is None:
+        return
+    choice = TuningChoice(
+        collective=str(f["func_name"]) if "func_name" in f else None, size=size,
+        algorithm=str(f.get("algo", "")), protocol=str(f.get("proto", "")), evidence=_evidence(path, e),
+    )
+    for known in b.case.tuning:
+        if (known.collective, known.size, known.algorithm, known.protocol) == (
+            choice.collective, choice.size, choice.algorithm, choice.protocol,
+        ):
+            known.count += 1
+            return
+    b.case.tuning.append(choice)
+
+
+def _on_error_trace(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+    result = _int(f.get("result"))
+    if result is None:
+        return
+    frame = str(f.get("source_location", ""))
+    thread = str(f["thread"]).strip("[]") if "thread" in f else None
+    chain = s.trace
+    # one chain = consecutive "-> N" lines of one thread
+    if chain is None or s.trace_tid != e.tid or e.line - s.trace_line > 3 or chain.result != result:
+        chain = ErrorTrace(
+            host=e.host, pid=e.pid, tid=e.tid, result=result, result_name=RESULT_NAMES.get(result, f"result {result}"),
+            frames=[], thread=thread, evidence=[],
+        )
+        b.case.error_traces.append(chain)
+        s.trace, s.trace_tid = chain, e.tid
+    chain.frames.append(frame)
+    if len(chain.evidence) < 20:
+        chain.evidence.append(_evidence(path, e))
+    s.trace_line = e.line
+
+
+_HANDLERS = {
+    "version": _on_version,
+    "cuda_driver": _on_driver,
+    "bootstrap": _on_bootstrap,
+    "net_plugin_line": _on_plugin,
+    "plugin_loaded": _on_plugin,
+    "plugin_assigned": _on_plugin,
+    "plugin_initialized": _on_plugin,
+    "using_network": _on_network,
+    "net_ib": _on_net_ib,
+    "net_ib_gin": _on_net_ib,
+    "net_socket": _on_net_socket,
+    "net_ofi": _on_ofi,
+    "gdr": _on_gdr,
+    "net_gdr_other": _on_net_gdr_other,
+    "env": _on_env,
+    "env_ib_hca": _on_env,
+    "init": _on_init,
+    "comm_summary": _on_comm_summary,
+    "channel_counts": _on_channel_counts,
+    "ring_order": _on_ring_order,
+    "trees": _on_trees,
+    "init_timings": _on_init_timings,
+    "pattern": _on_pattern,
+    "system_header": _on_system_header,
+    "topo_node": _on_topo_line,
+    "topo_link": _on_topo_line,
+    "topo_paths": _on_topo_line,
+    "system_footer": _on_system_footer,
+    "tuning_choice": _on_tuning_choice,
+    "error_trace": _on_error_trace,
+}
+
+
+# -------------------------------------------------------------------------------- connections
+def _add_connections(parsed: ParsedInput, summary: ConnectionSummary, edges: dict[tuple, list]) -> None:
+    log = parsed.log
+    path = parsed.source.path
+    for transport, count in log.by_transport.items():
+        summary.total += count
+        summary.by_transport[transport] = summary.by_transport.get(transport, 0) + count
+        if transport not in summary.examples:
+            line, text = log.transport_examples[transport]
+            summary.examples[transport] = Evidence(source=path, line=line, text=text)
+    for key, (count, line, raw) in log.edges.items():
+        host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, _, _ = key
+        if transport.startswith(("NET/", "COLLNET/")):
+            if gdr:
+                summary.net_with_gdr += count
+            else:
+                summary.net_without_gdr += count
+            if proxy >= 0:
+                summary.via_proxy += count
+        full = (path, *key)
+        entry = edges.get(full)
+        if entry is None:
+            edges[full] = [count, line, raw]
+        else:
+            entry[0] += count
+
+
+def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
+    out = []
+    for full, (count, line, raw) in list(edges.items())[:EDGE_LIMIT]:
+        path, host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, _, _ = full
+        out.append(
+            Connection(
+                from_rank=rank, to_rank=peer, transport=transport, direction=direction or "", host=host,
+                nic=nic if nic >= 0 else None, gdr=gdr, shared=shared, proxy_rank=proxy if proxy >= 0 else None,
+                channels=count,
+                evidence=Evidence(source=path, line=line, text=clean(raw.decode("utf-8", "replace")).text),
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------- finishing
+def _finish(b: _Builder, edges: dict[tuple, list]) -> None:
+    case = b.case
+    for setting, seen in b.env.values():
+        setting.processes = len(seen)
+        case.env.append(setting)
+    case.env.sort(key=lambda s: (s.name, s.value))
+    case.net_devices = list(b.devices.values())
+    for comm in b.comms.values():
+        comm.ranks.sort(key=lambda r: r.rank)
+        comm.ranks_started = sum(r.init_start for r in comm.ranks)
+        comm.ranks_completed = sum(r.init_complete for r in comm.ranks)
+        case.communicators.append(comm)
+    case.nccl_versions = sorted(v for v in b.versions if v)
+    case.cuda_driver_versions = sorted(
+        {p.cuda_driver_version for p in case.processes if p.cuda_driver_version is not None}
+    )
+    case.hosts = _hosts(case, edges)
+
+
+def _hosts(case: Case, edges: dict[tuple, list]) -> list[Host]:
+    gdr: dict[str, set[bool]] = defaultdict(set)
+    for full in edges:
+        host, transport, gdr_flag = full[1], full[3], full[9]
+        if transport.startswith("NET/") and host is not None:
+            gdr[host].add(gdr_flag)
+    hosts: dict[str, Host] = {}
+    for proc in case.processes:
+        if not proc.host:
+            continue
+        host = hosts.setdefault(proc.host, Host(name=proc.host, processes=0))
+        host.processes += 1
+        for value, target in (
+            (proc.nccl_version, host.nccl_versions),
+            (proc.cuda_driver_version, host.cuda_driver_versions),
+            (proc.network, host.networks),
+            (proc.net_plugin, host.net_plugins),
+            (proc.bootstrap_interface, host.bootstrap_interfaces),
+        ):
+            if value is not None and value not in target:
+                target.append(value)  # type: ignore[arg-type]
+        host.ranks.extend(r for r in proc.ranks if r not in host.ranks)
+    for name, host in hosts.items():
+        host.ranks.sort()
+        flags = gdr.get(name)
+        if flags:
+            host.gdr = "mixed" if len(flags) > 1 else ("on" if True in flags else "off")
+    return sorted(hosts.values(), key=lambda h: h.name)
