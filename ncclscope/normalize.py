@@ -39,12 +39,16 @@ LAUNCHER_PREFIX_RE = re.compile(
 
 # Where NCCL records begin (formats.md A.2): [timestamp] host:pid:tid [dev] [file:line [(func)]] NCCL LEVEL.
 # The host may be empty, pid:tid may be lost ("host [5] NCCL"), everything before NCCL may be lost.
-RECORD_START_RE = re.compile(
-    r"(?:\[[^\]\n]*[^\]\d\s][^\]\n]*\][ \t])?"
-    r"(?:[^\s:\[\]]*:\d+:\d+[ \t]+|[^\s:\[\]]+[ \t]+(?=\[\d+\][ \t]+NCCL ))?"
-    r"(?:\[\d+\][ \t]+(?:[^\s\[\]][^\[\]\n]*?:\d+(?: \([^\n]*?\))?[ \t]+(?=NCCL (?:WARN|TRACE)))?)?"
-    r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b"
+# It is matched backwards from each level marker, inside a bounded window, so that a long run of
+# text without markers costs linear time.
+MARKER_RE = re.compile(r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b")
+RECORD_PREFIX_RE = re.compile(
+    r"(?:\[(?!\d+\])[^\]\n]{1,64}\][ \t])?"
+    r"(?:[^\s:\[\]]{0,253}:\d{1,10}:\d{1,10}[ \t]+|[^\s:\[\]]{1,253}[ \t]+(?=\[\d+\][ \t]+NCCL ))?"
+    r"(?:\[\d{1,6}\][ \t]+(?:[^\s\[\]][^\[\]\n]{0,400}?:\d+(?: \([^\n]{0,200}?\))?[ \t]+(?=NCCL (?:WARN|TRACE)))?)?"
+    r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\Z"
 )
+PREFIX_WINDOW = 1200
 NCCL_MARKER = "NCCL "
 
 
@@ -105,7 +109,14 @@ def find_records(text: str) -> list[tuple[int, int]]:
     """(start, end) of every NCCL record in the line; a record ends where the next begins."""
     if NCCL_MARKER not in text:
         return []
-    starts = [m.start() for m in RECORD_START_RE.finditer(text)]
+    starts: list[int] = []
+    floor = 0
+    for marker in MARKER_RE.finditer(text):
+        window_start = max(floor, marker.start() - PREFIX_WINDOW)
+        match = RECORD_PREFIX_RE.search(text, window_start, marker.end())
+        start = match.start() if match else marker.start()
+        starts.append(start)
+        floor = marker.end()
     spans = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(text)

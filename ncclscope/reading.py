@@ -28,10 +28,11 @@ class ReadOutcome:
     case: Case
     messages: list[str] = field(default_factory=list)  # one line per problem, naming the input
     interrupted: bool = False
+    unusable: bool = False  # an input could not be used, or nothing was recognised
 
     @property
     def exit_code(self) -> int:
-        return EXIT_UNUSABLE if self.messages else EXIT_OK
+        return EXIT_UNUSABLE if self.unusable or self.interrupted else EXIT_OK
 
 
 def read_case(paths: list[str], jobs: int | None = None) -> ReadOutcome:
@@ -39,14 +40,17 @@ def read_case(paths: list[str], jobs: int | None = None) -> ReadOutcome:
     parsed, interrupted = _parse_all(files, jobs)
     case = assemble(parsed)
     messages = list(problems)
+    unusable = bool(problems)
     for source in case.sources:
-        messages.extend(f"{source.path}: {problem}" for problem in source.problems if not source.usable)
         if source.usable:
             messages.extend(f"{source.path}: warning: {p}" for p in source.problems)
-    if files and not any(source.kinds for source in case.sources) and not messages:
-        names = ", ".join(paths)
-        messages.append(f"{names}: no NCCL log, topology matrix or nccl-tests output found")
-    outcome = ReadOutcome(case, messages, interrupted)
+        else:
+            unusable = True
+            messages.extend(f"{source.path}: {problem}" for problem in source.problems)
+    if files and not any(source.kinds for source in case.sources) and not unusable:
+        unusable = True
+        messages.append(f"{', '.join(paths)}: no NCCL log, topology matrix or nccl-tests output found")
+    outcome = ReadOutcome(case, messages, interrupted, unusable)
     if interrupted:
         outcome.messages.append("interrupted: results cover what was read until then")
     return outcome

@@ -41,6 +41,7 @@ class ReadStats:
     overlong_lines: list[tuple[int, int]] = field(default_factory=list)  # (line, bytes)
     problems: list[str] = field(default_factory=list)
     binary: bool = False
+    damaged: bool = False  # reading stopped early (cut .gz, read error)
 
 
 def expand_inputs(paths: list[str]) -> tuple[list[InputFile], list[str]]:
@@ -101,9 +102,11 @@ def iter_blocks(item: InputFile, stats: ReadStats) -> Iterator[tuple[bytes, int]
                 chunk = reader()
             except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
                 stats.problems.append(f"compressed data ends early or is damaged ({exc}); read {stats.lines} lines")
+                stats.damaged = True
                 break
             except OSError as exc:
                 stats.problems.append(f"read error after {stats.lines} lines: {exc.strerror or exc}")
+                stats.damaged = True
                 break
             if not chunk:
                 break
@@ -157,9 +160,39 @@ def _grow(pending: bytes, more: bytes, overlong: int) -> tuple[bytes, int]:
 
 
 def _reader(handle: BinaryIO, streaming: bool):  # type: ignore[no-untyped-def]
+    """A function returning the next chunk (b'' at the end)."""
     if streaming and hasattr(handle, "read1"):
         return lambda: handle.read1(STDIN_READ_BYTES)  # type: ignore[attr-defined]
+    if isinstance(handle, gzip.GzipFile):
+        return _GzipChunks(handle)
     return lambda: handle.read(BLOCK_BYTES)
+
+
+class _GzipChunks:
+    """Decompressed data in big chunks; a damaged or cut stream first yields what came before it."""
+
+    def __init__(self, handle: gzip.GzipFile) -> None:
+        self.handle = handle
+        self.error: BaseException | None = None
+
+    def __call__(self) -> bytes:
+        if self.error is not None:
+            raise self.error
+        parts: list[bytes] = []
+        size = 0
+        while size < BLOCK_BYTES:
+            try:
+                piece = self.handle.read1(1024 * 1024)
+            except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+                self.error = exc
+                break
+            if not piece:
+                break
+            parts.append(piece)
+            size += len(piece)
+        if not parts and self.error is not None:
+            raise self.error
+        return b"".join(parts)
 
 
 def display_name(path: str) -> str:

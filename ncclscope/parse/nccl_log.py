@@ -27,7 +27,7 @@ from ncclscope import grammars
 from ncclscope.normalize import clean, find_records, strip_launcher_prefix
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-MAX_LINE_BYTES = 64 * 1024  # longer lines are reported, not parsed
+MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
 GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
 ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
@@ -289,6 +289,12 @@ class NcclLogParser:
         else:
             self._on_other(line_no, "")
 
+    def _unrecognized(self, line_no: int, raw: bytes, reason: str) -> None:
+        res = self.result
+        res.unrecognized_count += 1
+        if len(res.unrecognized) < UNRECOGNIZED_KEEP:
+            res.unrecognized.append(Unrecognized(line_no, clean(raw.decode("utf-8", "replace")).text[:300], reason))
+
     # -------------------------------------------------------------------------------- learning
     def _shape_for_new_skeleton(self, line: bytes) -> LineShape:
         """Lines that differ only in pointers (comm 0x55d5c8a3f1e0) share a shape: one parse each."""
@@ -343,7 +349,9 @@ class NcclLogParser:
                 return RecordShape(whole, "BARE", None, "not an NCCL message")
             return self._parse_loose(text, whole, mapper)
         if start == "message":
-            return RecordShape(whole, "BARE", str(tree.data), fields=_shift(_extract(tree), mapper), elided=elided)
+            fields = _extract(tree)
+            return RecordShape(whole, "BARE", str(tree.data), fields=_shift(fields, mapper),
+                               elided=elided or "ellipsis" in fields)
         prefix: dict[str, Span] = {}
         body = tree.children[-1]
         for child in tree.children[:-1]:
@@ -363,7 +371,7 @@ class NcclLogParser:
                 fields = {"text": _span(child)}
         return RecordShape(
             whole, level, family, prefix={k: mapper(*v) for k, v in prefix.items()},
-            fields=_shift(fields, mapper), elided=elided,
+            fields=_shift(fields, mapper), elided=elided or "ellipsis" in fields,
         )
 
     def _try_parse(self, text: str, start: str) -> tuple[Tree | None, bool]:
@@ -465,12 +473,9 @@ class NcclLogParser:
         if shape.recognized:
             res.recognized += n
         else:
-            res.unrecognized_count += n
+            reason = next((r.reason for r in shape.records if r.family is None), "")
             for line, no in zip(lines, line_nos):
-                if len(res.unrecognized) >= UNRECOGNIZED_KEEP:
-                    break
-                reason = next((r.reason for r in shape.records if r.family is None), "")
-                res.unrecognized.append(Unrecognized(no, clean(line.decode("utf-8", "replace")).text[:300], reason))
+                self._unrecognized(no, line, reason)
         for record in shape.records:
             if record.family is None:
                 continue

@@ -89,14 +89,14 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     source.invalid_utf8_lines = others.invalid_utf8
     source.problems.extend(stats.problems)
     for line_no, size in stats.overlong_lines:
-        source.problems.append(f"line {line_no} is {size} bytes long; only its first 64 KiB were read")
+        source.problems.append(f"line {line_no} is {size} bytes long; only its first 64 KiB were read, and it was not parsed")
     if res.nccl_lines:
         source.kinds.append("nccl_log")
     if parsed.topologies:
         source.kinds.append("topology")
     if parsed.benchmarks:
         source.kinds.append("nccl_tests")
-    if stats.binary or (stats.problems and not stats.lines):
+    if stats.binary or stats.damaged or (stats.problems and not stats.lines):
         source.usable = False
     elif stats.bytes == 0:
         source.usable = False

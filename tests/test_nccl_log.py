@@ -1,0 +1,183 @@
+"""The NCCL log parser: prefixes of every version, launcher damage, and the shape cache."""
+
+from __future__ import annotations
+
+from ncclscope.parse.nccl_log import LogResult, NcclLogParser
+
+
+def parse(text: str) -> tuple[LogResult, list[tuple[int, str]]]:
+    others: list[tuple[int, str]] = []
+    parser = NcclLogParser(lambda n, t: others.append((n, t)))
+    parser.feed_block(text.encode(), 1)
+    return parser.result, others
+
+
+def only_event(text: str):  # type: ignore[no-untyped-def]
+    result, _ = parse(text)
+    assert result.unrecognized_count == 0, result.unrecognized
+    assert len(result.events) == 1
+    return result.events[0]
+
+
+def test_info_prefix_gives_host_pid_tid_and_device() -> None:
+    event = only_event("node1:12345:12399 [3] NCCL INFO cudaDriverVersion 12040")
+    assert (event.host, event.pid, event.tid, event.cuda_dev) == ("node1", 12345, 12399, 3)
+    assert event.family == "cuda_driver"
+    assert event.fields["driver_version"] == "12040"
+
+
+def test_warn_with_226_timestamp_keeps_timestamp_and_location() -> None:
+    event = only_event(
+        "[2025-03-02 14:05:33] node1:12345:12420 [3] transport/net_ib.cc:2358 NCCL WARN "
+        "NET/IB: Got completion from peer 10.1.2.4<53468> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca mlx5_0"
+    )
+    assert event.level == "WARN"
+    assert event.timestamp == "[2025-03-02 14:05:33]"
+    assert event.location == "transport/net_ib.cc:2358"
+    assert event.fields["completion_error"]["status"] == "12"
+    assert event.fields["completion_error"]["peer"] == "10.1.2.4<53468>"
+
+
+def test_warn_2307_carries_the_function_name() -> None:
+    event = only_event("gpu1:10:11 [0] misc/shmutils.cc:91 (ncclShmOpen) NCCL WARN Cuda failure 2 'out of memory'")
+    assert event.location == "misc/shmutils.cc:91 (ncclShmOpen)"
+    assert event.family == "cuda_failure"
+
+
+def test_unknown_warn_text_is_still_a_recognised_warn() -> None:
+    event = only_event("gpu1:10:11 [0] init.cc:100 NCCL WARN Something NCCL never printed before, 42 times")
+    assert event.family == "warn"
+    assert event.fields["text"].startswith("Something")
+
+
+def test_unknown_info_message_is_counted_as_unrecognised() -> None:
+    result, _ = parse("gpu1:10:11 [0] NCCL INFO This message does not exist 7")
+    assert result.nccl_lines == 1
+    assert result.unrecognized_count == 1
+    assert result.unrecognized[0].line == 1
+    assert result.unrecognized[0].reason == "unknown message"
+
+
+def test_damaged_prefixes_are_understood() -> None:
+    lines = [
+        ":22901:22901 [0] NCCL INFO Using network IB",
+        "[0] NCCL INFO Using network IB",
+        "NCCL INFO Using network IB",
+        "gpu-server320 [5] NCCL INFO Using network IB",
+    ]
+    result, _ = parse("\n".join(lines))
+    assert result.recognized == 4
+    hosts = [e.host for e in result.events]
+    assert hosts == ["", None, None, "gpu-server320"]
+
+
+def test_launcher_prefixes_are_skipped() -> None:
+    lines = [
+        "[1,3]<stdout>:node1:1:2 [0] NCCL INFO Using network IB",
+        "Fri Aug 11 12:31:45 2023[1,0]<stdout>:node1:1:2 [0] NCCL INFO Using network IB",
+        "3: node1:1:2 [0] NCCL INFO Using network IB",
+        "[rank3]:node1:1:2 [0] NCCL INFO Using network IB",
+        "(RayWorker pid=75830) node1:1:2 [0] NCCL INFO Using network IB",
+        "2025-03-01T10:11:12.123456789Z node1:1:2 [0] NCCL INFO Using network IB",
+        "  | 2025-03-01T10:11:12.123-07:00 | node1:1:2 [0] NCCL INFO Using network IB",
+        "> node1:1:2 [0] NCCL INFO Using network IB",
+    ]
+    result, others = parse("\n".join(lines))
+    assert result.recognized == len(lines)
+    assert {e.host for e in result.events} == {"node1"}
+    assert not others
+
+
+def test_two_records_glued_on_one_line_are_both_read() -> None:
+    result, _ = parse(
+        "node1:1:2 [0] NCCL INFO Using network IB    node2:3:4 [1] NCCL INFO cudaDriverVersion 12080"
+    )
+    assert result.nccl_lines == 1 and result.recognized == 1
+    assert sorted(e.family for e in result.events) == ["cuda_driver", "using_network"]
+    assert {e.host for e in result.events} == {"node1", "node2"}
+
+
+def test_lines_of_one_shape_each_get_their_own_values() -> None:
+    lines = [f"node{h:02d}:{1000 + r}:{2000 + r} [{r}] NCCL INFO comm 0x55d5c8a3f1e{r} rank {r} nRanks 16 "
+             f"nNodes 2 localRanks 8 localRank {r % 8} MNNVL 0" for h in (1, 2) for r in range(8)]
+    result, _ = parse("\n".join(lines))
+    assert result.recognized == 16
+    ranks = sorted((e.host, int(e.fields["rank"]), e.fields["comm"]) for e in result.events)
+    assert ranks[0] == ("node01", 0, "0x55d5c8a3f1e0")
+    assert ranks[-1] == ("node02", 7, "0x55d5c8a3f1e7")
+    assert [e.pid for e in result.events[:3]] == [1000, 1001, 1002]
+
+
+def test_pointers_with_other_letters_share_a_shape_but_keep_their_values() -> None:
+    lines = [
+        "n:1:1 [0] NCCL INFO comm 0x7f3a00000001 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0",
+        "n:2:2 [1] NCCL INFO comm 0xabcdef000002 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0",
+    ]
+    result, _ = parse("\n".join(lines))
+    assert [e.fields["comm"] for e in result.events] == ["0x7f3a00000001", "0xabcdef000002"]
+
+
+def test_a_keyword_digit_that_differs_is_not_taken_from_the_cache() -> None:
+    # "P2P" and "P3P" have the same skeleton; only the first is NCCL's
+    result, _ = parse(
+        "n:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+        "n:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P3P/IPC"
+    )
+    assert result.recognized == 1
+    assert result.unrecognized_count == 1
+    assert result.unrecognized[0].line == 2
+
+
+def test_connections_are_aggregated_by_transport_and_edge() -> None:
+    lines = []
+    for channel in range(4):
+        lines.append(f"n1:10:10 [0] NCCL INFO Channel {channel:02d}/0 : 0[0] -> 1[1] via P2P/CUMEM/read")
+        lines.append(f"n1:10:10 [0] NCCL INFO Channel {channel:02d}/0 : 0[0] -> 8[0] [send] via NET/IB/{channel % 2}/GDRDMA")
+        lines.append(f"n1:10:10 [0] NCCL INFO Channel {channel:02d}/0 : 8[0] -> 0[0] [receive] via NET/IB/{channel % 2}")
+    result, _ = parse("\n".join(lines))
+    assert result.by_transport == {"P2P/CUMEM/read": 4, "NET/IB": 8}
+    p2p = [k for k in result.edges if k[2].startswith("P2P")]
+    assert len(p2p) == 1 and result.edges[p2p[0]][0] == 4
+    receive = {k for k in result.edges if k[3] == "receive"}
+    assert all(k[4] == 0 and k[8] is False for k in receive)  # local rank 0, no GDR
+    assert {k[6] for k in receive} == {0, 1}  # NIC per edge
+
+
+def test_network_names_with_spaces_in_connection_lines() -> None:
+    result, _ = parse("n:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/0/GDRDMA")
+    assert result.by_transport == {"NET/AWS Libfabric": 1}
+    assert next(iter(result.edges))[8] is True
+
+
+def test_bare_message_without_prefix_is_an_nccl_line() -> None:
+    result, others = parse("Channel 00/0 : 2[2] -> 3[3] via P2P/direct pointer\nSome prose about GPUs.")
+    assert result.recognized == 1
+    assert result.by_transport == {"P2P/direct pointer": 1}
+    assert others == [(2, "Some prose about GPUs.")]
+
+
+def test_elided_trees_line_is_understood() -> None:
+    event = only_event("h:1:2 [3] NCCL INFO Trees [0] -1/-1/-1->3->2 [1] 2/-1/-1->3->-1 ...")
+    assert event.family == "trees"
+    assert event.elided
+
+
+def test_table_row_glued_before_a_record_goes_to_the_other_readers() -> None:
+    result, others = parse(
+        "     1048576        262144     float     sum      -1    28.06   37.36   56.05      0"
+        "node1:1:2 [0] NCCL INFO Using network IB"
+    )
+    assert result.recognized == 1
+    assert others and others[0][1].strip().startswith("1048576")
+
+
+def test_ansi_colours_and_crlf_are_ignored() -> None:
+    result, _ = parse("\x1b[31mnode1:1:2 [0] NCCL INFO Using network IB\x1b[0m\r")
+    assert result.recognized == 1
+    assert result.events[0].fields["network"] == "IB"
+
+
+def test_overlong_line_is_reported_not_parsed() -> None:
+    result, _ = parse("node1:1:2 [0] NCCL INFO " + "x" * 70000)
+    assert result.unrecognized_count == 1
+    assert "too long" in result.unrecognized[0].reason
