@@ -154,6 +154,7 @@ class LogResult:
 
     events: list[Event] = field(default_factory=list)
     nccl_lines: int = 0
+    lead_lines: int = 0  # NCCL lines whose leading text (a table row ...) also went to the other readers
     recognized: int = 0
     unrecognized_count: int = 0
     unrecognized: list[Unrecognized] = field(default_factory=list)
@@ -273,6 +274,7 @@ class NcclLogParser:
                 continue
             if shape.lead is not None:
                 lead = lines[i][shape.lead[0] : shape.lead[1]].decode("utf-8", "replace")
+                self.result.lead_lines += 1
                 self._on_other(first_line + i, clean(lead).text)
             group = groups.get(shape)
             if group is None:
