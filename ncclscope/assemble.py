@@ -106,6 +106,7 @@ class _Builder:
     devices: dict[tuple[str, str, str, int], NetDevice] = field(default_factory=dict)
     warnings_per_family: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     versions: set[str] = field(default_factory=set)
+    members: dict[tuple[str, int | None, str | None, int | None], CommRank] = field(default_factory=dict)
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
@@ -155,19 +156,19 @@ def _evidence(path: str, event: Event) -> Evidence:
 
 def _add_event(b: _Builder, state: _ProcessState, event: Event, path: str) -> None:
     family = event.family
-    f = event.fields
     proc = state.process
-    if event.cuda_dev is not None and event.cuda_dev not in proc.cuda_devs:
-        proc.cuda_devs.append(event.cuda_dev)
+    dev = event.cuda_dev
+    if dev is not None and dev not in proc.cuda_devs:
+        proc.cuda_devs.append(dev)
     handler = _HANDLERS.get(family)
     if handler is not None:
-        handler(b, state, event, f, path)
+        handler(b, state, event, path)
     elif family in ERROR_FAMILIES or event.level in ("WARN", "ABORT"):
-        _add_message(b, event, f, path, warning=True)
+        _add_message(b, event, event.fields, path, warning=True)
     elif family in NOTABLE_FAMILIES and len(b.case.messages) < MESSAGES_LIMIT:
-        _add_message(b, event, f, path, warning=False)
+        _add_message(b, event, event.fields, path, warning=False)
     if event.level in ("WARN", "ABORT") and handler is not None:
-        _add_message(b, event, f, path, warning=True)
+        _add_message(b, event, event.fields, path, warning=True)
 
 
 def _message(event: Event, f: dict[str, Any], path: str) -> NcclMessage:
@@ -214,25 +215,29 @@ def _add_message(b: _Builder, event: Event, f: dict[str, Any], path: str, warnin
 
 
 # families ---------------------------------------------------------------------------------------
-def _on_version(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_version(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     version = str(f.get("nccl_version", "")).strip()
     b.versions.add(version)
     if e.host is not None or e.pid is not None:
         s.process.nccl_version = version
 
 
-def _on_driver(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_driver(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     s.process.cuda_driver_version = _int(f.get("driver_version"))
 
 
-def _on_bootstrap(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_bootstrap(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     first = _listed(f.get("bootstrap_if"))
     name = first[0].get("interface") if first else f.get("interface")
     if name:
         s.process.bootstrap_interface = str(name)
 
 
-def _on_plugin(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_plugin(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     for kind, detail in f.items():
         if kind == "plugin_loaded":
             name = detail.get("plugin_name") if isinstance(detail, dict) else None
@@ -245,7 +250,8 @@ def _on_plugin(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path:
         _add_message(b, e, f, path, warning=True)
 
 
-def _on_network(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_network(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     s.process.network = str(f.get("network", "")).strip()
 
 
@@ -259,7 +265,8 @@ def _device(b: _Builder, e: Event, path: str, transport: str, index: int | None,
         )
 
 
-def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     devices = f.get("ib_devices")
     if isinstance(devices, dict):
         for dev in _listed(devices.get("ib_device")):
@@ -278,7 +285,7 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path:
                 )
         return
     if "gdr" in f:
-        _on_gdr(b, s, e, f["gdr"], path)
+        _on_gdr(b, s, e, path)
         return
     if any(k in f for k in ("completion_error", "ib_no_device", "ib_no_ip_interface", "ib_async_event",
                             "ib_incompatible_devices")) or e.level == "WARN":
@@ -286,7 +293,8 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path:
                      path, warning=True)
 
 
-def _on_net_socket(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_net_socket(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     devices = f.get("socket_devices")
     if isinstance(devices, dict):
         for dev in _listed(devices.get("socket_if")):
@@ -298,7 +306,8 @@ def _on_net_socket(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], p
         _add_message(b, e, f, path, warning=True)
 
 
-def _on_ofi(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_ofi(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     provider = f.get("ofi_provider")
     if isinstance(provider, dict):
         name = str(provider.get("ofi_provider"))
@@ -309,17 +318,19 @@ def _on_ofi(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: st
         _add_message(b, e, f, path, warning=False)
 
 
-def _on_gdr(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
-    gdr = f.get("gdr", f)
+def _on_gdr(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
+    gdr = f.get("gdr", f)  # inside "NET/IB : GPU Direct ..." or on its own
     if len(b.case.gdr_messages) < MESSAGES_LIMIT:
         b.case.gdr_messages.append(_message(e, {"state": str(gdr.get("gdr_state", ""))}, path))
 
 
-def _on_net_gdr_other(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
-    _on_gdr(b, s, e, f.get("gdr", {}), path)
+def _on_net_gdr_other(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    _on_gdr(b, s, e, path)
 
 
-def _on_env(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_env(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     name = str(f.get("env_name", "")).strip()
     value = str(f.get("env_value", "")).strip()
     if value.endswith(".") and value[:-1].lstrip("-").isdigit():
@@ -339,7 +350,8 @@ def _comm_key(e: Event, comm_pointer: str) -> tuple[str, str, int | None, str]:
     return ("", e.host or "", e.pid, comm_pointer)
 
 
-def _on_init(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     pointer = str(f.get("comm", ""))
     comm_id = f.get("comm_id")
     comm_id = str(comm_id) if comm_id and int(str(comm_id), 16) != 0 else None
@@ -353,7 +365,8 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: s
     b.comm_by_pointer[_comm_key(e, pointer)] = comm
     s.comm = comm
     rank = _int(f.get("rank"))
-    member = next((r for r in comm.ranks if r.rank == rank and r.pid == e.pid and r.host == e.host), None)
+    member_key = (comm.id, rank, e.host, e.pid)
+    member = b.members.get(member_key)
     if member is None:
         member = CommRank(
             rank=rank if rank is not None else -1, host=e.host, pid=e.pid, cuda_dev=_int(f.get("cuda_dev")),
@@ -361,6 +374,7 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: s
             evidence=_evidence(path, e),
         )
         comm.ranks.append(member)
+        b.members[member_key] = member
     if str(f.get("init_stage")) == "START":
         member.init_start = True
     else:
@@ -370,21 +384,24 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: s
         s.process.ranks.append(rank)
 
 
-def _on_comm_summary(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_comm_summary(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     comm = b.comm_by_pointer.get(_comm_key(e, str(f.get("comm", "")))) or s.comm
     if comm is not None:
         comm.nnodes = _int(f.get("nnodes"))
         comm.nranks = comm.nranks or _int(f.get("nranks"))
 
 
-def _on_channel_counts(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_channel_counts(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     if s.comm is not None:
         s.comm.channels = _int(f.get("coll_channels"))
         s.comm.nvls_channels = _int(f.get("nvls_channels"))
         s.comm.p2p_channels = _int(f.get("p2p_channels"))
 
 
-def _on_ring_order(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_ring_order(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     if s.comm is None:
         return
     channel = _int(f.get("channel"))
@@ -395,7 +412,7 @@ def _on_ring_order(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], p
         s.comm.rings_truncated = True
 
 
-def _on_trees(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_trees(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     if s.comm is None:
         return
     rank = s.process.ranks[-1] if s.process.ranks else -1
@@ -407,7 +424,8 @@ def _on_trees(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: 
     s.comm.trees[rank] = ["[" + part for part in entries]
 
 
-def _on_init_timings(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_init_timings(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     rank = _int(f.get("rank"))
     if s.comm is not None and rank is not None:
         seconds = _float(f.get("total"))
@@ -415,7 +433,8 @@ def _on_init_timings(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any],
             s.comm.init_seconds[rank] = seconds
 
 
-def _on_pattern(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_pattern(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     b.case.graphs.append(
         GraphSearch(
             host=e.host, pid=e.pid, pattern=_int(f.get("pattern_id")) or 0, cross_nic=_int(f.get("cross_nic")) or 0,
@@ -427,7 +446,8 @@ def _on_pattern(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path
     )
 
 
-def _on_system_header(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_system_header(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     values = {}
     for item in _listed(f.get("system_bw")):
         parts = str(item.get("system_bw_key", "")), _float(item.get("number"))
@@ -439,18 +459,19 @@ def _on_system_header(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any]
     b.case.system_topologies.append(s.topology)
 
 
-def _on_topo_line(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_topo_line(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     if s.topology is not None:
         text = e.text
         marker = text.find("NCCL INFO ")
         s.topology.nodes.append(text[marker + 10 :] if marker >= 0 else text)
 
 
-def _on_system_footer(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_system_footer(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     s.topology = None
 
 
-def _on_tuning_choice(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_tuning_choice(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     size = _int(f.get("size"))
     if size is None:
         return
@@ -467,7 +488,8 @@ def _on_tuning_choice(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any]
     b.case.tuning.append(choice)
 
 
-def _on_error_trace(b: _Builder, s: _ProcessState, e: Event, f: dict[str, Any], path: str) -> None:
+def _on_error_trace(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
+    f = e.fields
     result = _int(f.get("result"))
     if result is None:
         return

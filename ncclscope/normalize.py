@@ -13,11 +13,12 @@ Three jobs, all on one physical line:
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from dataclasses import dataclass
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 # tmux copy-mode position marker pasted at the end of a line: "   [22/1819]"
-TMUX_MARKER_RE = re.compile(r"\s+\[\d+/\d+\]\s*$")
+TMUX_MARKER_RE = re.compile(r"\s*\[\d+/\d+\]\s*$")
 
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 LAUNCHER_PREFIX_RE = re.compile(
@@ -50,6 +51,17 @@ RECORD_PREFIX_RE = re.compile(
 )
 PREFIX_WINDOW = 1200
 NCCL_MARKER = "NCCL "
+
+
+def _known_host_start(text: str, start: int, known_hosts: Container[str]) -> int:
+    colon = text.find(":", start)
+    host = text[start:colon] if colon > start else ""
+    if not host or host in known_hosts:
+        return start
+    for cut in range(1, len(host)):
+        if host[cut:] in known_hosts:
+            return start + cut
+    return start
 
 
 @dataclass(slots=True)
@@ -105,8 +117,12 @@ def strip_launcher_prefix(text: str) -> tuple[str, str]:
     return text[:pos], text[pos:]
 
 
-def find_records(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every NCCL record in the line; a record ends where the next begins."""
+def find_records(text: str, known_hosts: Container[str] = ()) -> list[tuple[int, int]]:
+    """(start, end) of every NCCL record in the line; a record ends where the next begins.
+
+    When a record is glued to the text before it without a space ("...->0gpu-g01:27702:27731 [2]
+    NCCL INFO"), the host is ambiguous; a host name already seen in the input decides where it begins.
+    """
     if NCCL_MARKER not in text:
         return []
     starts: list[int] = []
@@ -115,6 +131,8 @@ def find_records(text: str) -> list[tuple[int, int]]:
         window_start = max(floor, marker.start() - PREFIX_WINDOW)
         match = RECORD_PREFIX_RE.search(text, window_start, marker.end())
         start = match.start() if match else marker.start()
+        if match and known_hosts and starts:
+            start = _known_host_start(text, start, known_hosts)
         starts.append(start)
         floor = marker.end()
     spans = []

@@ -248,7 +248,8 @@ class NcclLogParser:
         self._cache: dict[bytes, LineShape] = {}
         self._parser = _parser()
         self._host_ids: dict[bytes, int] = {}
-        self._pointer_cache: dict[bytes, LineShape] = {}
+        self._hex_cache: dict[bytes, LineShape] = {}
+        self._known_hosts: set[str] = set()
 
     # ----------------------------------------------------------------------------------- lines
     def feed_block(self, data: bytes, first_line: int) -> None:
@@ -267,7 +268,7 @@ class NcclLogParser:
                 shape = self._shape_for_new_skeleton(line)
                 if len(cache) >= CACHE_LIMIT:
                     cache.clear()
-                    self._pointer_cache.clear()
+                    self._hex_cache.clear()
                 cache[skeleton] = shape
             if not shape.records:
                 self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
@@ -299,16 +300,16 @@ class NcclLogParser:
 
     # -------------------------------------------------------------------------------- learning
     def _shape_for_new_skeleton(self, line: bytes) -> LineShape:
-        """Lines that differ only in pointers (comm 0x55d5c8a3f1e0) share a shape: one parse each."""
-        pointer_key = None
-        if b"0x" in line:
-            pointer_key = POINTER_RE.sub(_zero_pointer, line).translate(DIGITS_TO_ZERO)
-            shape = self._pointer_cache.get(pointer_key)
-            if shape is not None:
-                return shape
+        """Lines that differ only in hex values (comm 0x55d5c8a3f1e0, busId 1b000) share a shape."""
+        hex_key = HEX_WORD_RE.sub(_zero_hex, line).translate(DIGITS_TO_ZERO)
+        shape = self._hex_cache.get(hex_key)
+        if shape is not None and all(  # the exemplar had hex values where this line has them
+            HEX_WORD_RE.fullmatch(shape.exemplar, m.start(), m.end()) for m in HEX_WORD_RE.finditer(line)
+        ):
+            return shape
         shape = self._learn(line)
-        if pointer_key is not None and _pointers_inside_fields(line, shape):
-            self._pointer_cache[pointer_key] = shape
+        if _hex_words_inside_fields(line, shape):
+            self._hex_cache[hex_key] = shape
         return shape
 
     def _learn(self, raw: bytes) -> LineShape:
@@ -316,7 +317,7 @@ class NcclLogParser:
         text_raw = raw.decode("latin-1")  # one char per byte: positions stay byte positions
         cl = clean(text_raw)
         text = cl.text
-        spans = find_records(text)
+        spans = find_records(text, self._known_hosts)
         records: list[RecordShape] = []
         lead: Span | None = None
         if spans:
@@ -336,6 +337,10 @@ class NcclLogParser:
                 if record.family is not None:
                     records.append(record)
         shape = LineShape(records, lead, all(r.family is not None for r in records), exemplar=raw)
+        for record in records:
+            host = record.prefix.get("host")
+            if host and len(self._known_hosts) < 100_000:
+                self._known_hosts.add(text_raw[host[0] : host[1]])
         if records:
             shape.fixed_digits = self._fixed_digit_columns(raw, records)
         return shape
@@ -613,19 +618,21 @@ def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return keys[first], first, counts
 
 
-POINTER_RE = re.compile(rb"0x[0-9a-fA-F]+")
+# a pointer, or a hex word holding both a digit and a letter a-f (busId 1b000, commId ...)
+HEX_WORD_RE = re.compile(rb"0x[0-9a-fA-F]+|(?<![\w])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]+(?![\w])")
 
 
-def _zero_pointer(match: re.Match[bytes]) -> bytes:
-    return b"0x" + b"0" * (match.end() - match.start() - 2)
+def _zero_hex(match: re.Match[bytes]) -> bytes:
+    size = match.end() - match.start()
+    return b"0x" + b"0" * (size - 2) if match.group().startswith(b"0x") else b"0" * size
 
 
-def _pointers_inside_fields(line: bytes, shape: LineShape) -> bool:
-    """True when every 0x... of the line lies inside a field: then only field bytes differ."""
+def _hex_words_inside_fields(line: bytes, shape: LineShape) -> bool:
+    """True when every hex word of the line lies inside a field: then only field bytes differ."""
+    if not shape.records:
+        return False
     spans = [s for r in shape.records for s in list(r.prefix.values()) + _spans_of(r.fields)]
-    return all(
-        any(a <= m.start() and m.end() <= b for a, b in spans) for m in POINTER_RE.finditer(line)
-    ) and bool(shape.records)
+    return all(any(a <= m.start() and m.end() <= b for a, b in spans) for m in HEX_WORD_RE.finditer(line))
 
 
 def _transport_of(fields: dict[str, Any], line: bytes) -> tuple[str, bool, bool, bool]:
