@@ -54,7 +54,7 @@ ERROR_FAMILIES = frozenset(
         "warn", "cuda_failure", "call_failed", "socket_failure", "shm_failure", "duplicate_gpu",
         "version_mismatch", "bootstrap_failure", "proxy_failure", "comm_aborted", "internal_error",
         "usage_error", "p2p_indirect_note", "plugin_init_failed", "ib_no_device", "ib_no_ip_interface",
-        "socket_no_interface", "ib_async_event", "ib_incompatible_devices", "plugin_load_failed",
+        "socket_no_interface", "ib_async_event", "ib_incompatible_devices",
     }
 )
 NOTABLE_FAMILIES = frozenset(
@@ -107,6 +107,7 @@ class _Builder:
     warnings_per_family: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     versions: set[str] = field(default_factory=set)
     members: dict[tuple[str, int | None, str | None, int | None], CommRank] = field(default_factory=dict)
+    bare_versions: dict[str, str] = field(default_factory=dict)  # source -> version of its bare banner
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
@@ -221,6 +222,8 @@ def _on_version(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     b.versions.add(version)
     if e.host is not None or e.pid is not None:
         s.process.nccl_version = version
+    else:  # the bare banner (<= 2.21, or NCCL_DEBUG=VERSION): printed by the process that has rank 0
+        b.bare_versions[path] = version
 
 
 def _on_driver(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
@@ -246,8 +249,8 @@ def _on_plugin(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
             s.process.net_plugin = "internal"
     if e.family in ("plugin_loaded", "plugin_assigned", "plugin_initialized"):
         s.process.net_plugin = s.process.net_plugin or str(f.get("text", "")).strip()
-    if e.family == "plugin_load_failed" or "plugin_load_failed" in f:
-        _add_message(b, e, f, path, warning=True)
+    if "plugin_load_failed" in f and len(b.case.messages) < MESSAGES_LIMIT:
+        _add_message(b, e, f, path, warning=False)  # the usual "no external plugin here", not a fault
 
 
 def _on_network(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
@@ -599,6 +602,10 @@ def _finish(b: _Builder, edges: dict[tuple, list]) -> None:
         comm.ranks_started = sum(r.init_start for r in comm.ranks)
         comm.ranks_completed = sum(r.init_complete for r in comm.ranks)
         case.communicators.append(comm)
+    for proc in case.processes:
+        banner = b.bare_versions.get(proc.source)
+        if banner and proc.nccl_version is None and 0 in proc.ranks:
+            proc.nccl_version = banner
     case.nccl_versions = sorted(v for v in b.versions if v)
     case.cuda_driver_versions = sorted(
         {p.cuda_driver_version for p in case.processes if p.cuda_driver_version is not None}

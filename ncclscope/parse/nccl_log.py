@@ -40,6 +40,14 @@ BULK_FAMILIES = frozenset(
 
 Span = tuple[int, int]
 
+# Pieces of NCCL records left on a line of their own when several writers share a stream (an
+# orphan tail "000 commId 0x... - Init COMPLETE", "NCCL IN" cut by another logger): counted as
+# NCCL lines that were not understood, never dropped as prose.
+FRAGMENT_RE = re.compile(
+    r"\S*:\d+:\d+ \[\d+\] NCCL\b|\bNCCL (?:IN|INF|WA|WAR|TR|TRA)\b|- Init (?:START|COMPLETE)\b|\bcommId 0x"
+    r"|\bvia (?:P2P|SHM|NET)/|\bUsing network \w|\bnRanks \d+ nNodes \d+"
+)
+
 
 @dataclass(slots=True)
 class RecordShape:
@@ -336,6 +344,9 @@ class NcclLogParser:
                 record = self._parse_record(body, start, "message", cl.raw_span)
                 if record.family is not None:
                     records.append(record)
+                elif FRAGMENT_RE.search(body):
+                    whole = cl.raw_span(start, start + len(body))
+                    records.append(RecordShape(whole, "INFO", None, "a fragment of an NCCL record (cut by the paste or by another writer)"))
         shape = LineShape(records, lead, all(r.family is not None for r in records), exemplar=raw)
         for record in records:
             host = record.prefix.get("host")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ncclscope.model import BenchmarkRun, Case
+from ncclscope.model import BenchmarkRun, Case, Host
 
 
 def _pct(part: int, whole: int) -> str:
@@ -25,7 +25,8 @@ def peak_busbw(run: BenchmarkRun) -> tuple[int, float] | None:
 def print_summary(case: Case, console: Console) -> None:
     sources = Table(title="Inputs", title_justify="left", show_edge=False)
     for column in ("input", "holds", "lines", "NCCL lines", "recognised", "not understood"):
-        sources.add_column(column, justify="right" if column not in ("input", "holds") else "left")
+        sources.add_column(column, justify="right" if column not in ("input", "holds") else "left",
+                           overflow="fold", no_wrap=column != "input")
     for s in case.sources:
         sources.add_row(
             s.path, ", ".join(s.kinds) or "-", str(s.lines), str(s.nccl_lines),
@@ -44,9 +45,10 @@ def print_summary(case: Case, console: Console) -> None:
         hosts = Table(title="Hosts", title_justify="left", show_edge=False)
         for column in ("host", "processes", "ranks", "NCCL", "network", "net plugin", "GDR"):
             hosts.add_column(column)
-        for h in case.hosts:
+        for names, h, ranks, processes in _host_groups(case.hosts):
+            label = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} ({len(names)} hosts)"
             hosts.add_row(
-                h.name, str(h.processes), _ranks(h.ranks), ", ".join(h.nccl_versions) or "-",
+                label, str(processes), _ranks(ranks), ", ".join(h.nccl_versions) or "-",
                 ", ".join(h.networks) or "-", ", ".join(h.net_plugins) or "-", h.gdr,
             )
         console.print(hosts)
@@ -89,6 +91,18 @@ def print_summary(case: Case, console: Console) -> None:
             f"{len(run.rows)} rows, {peak_text}"
             + (f", avg busbw {run.avg_busbw}" if run.avg_busbw is not None else "")
         )
+
+
+def _host_groups(hosts: list[Host]) -> list[tuple[list[str], Host, list[int], int]]:
+    """Hosts alike in everything but name and ranks share one row: a 128-host job stays readable."""
+    groups: dict[tuple, tuple[list[str], Host, list[int], int]] = {}
+    for h in hosts:
+        key = (tuple(h.nccl_versions), tuple(h.networks), tuple(h.net_plugins), h.gdr, h.processes)
+        names, first, ranks, processes = groups.setdefault(key, ([], h, [], 0))
+        names.append(h.name)
+        ranks.extend(h.ranks)
+        groups[key] = (names, first, ranks, processes + h.processes)
+    return [(names, first, sorted(ranks), processes) for names, first, ranks, processes in groups.values()]
 
 
 def _ranks(ranks: list[int]) -> str:
