@@ -576,7 +576,8 @@ def _add_connections(parsed: ParsedInput, summary: ConnectionSummary, edges: dic
 
 def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
     out = []
-    for full, (count, line, raw) in list(edges.items())[:EDGE_LIMIT]:
+    ordered = sorted(edges.items(), key=lambda item: tuple("" if v is None else v for v in item[0][:9]))
+    for full, (count, line, raw) in ordered[:EDGE_LIMIT]:
         path, host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, _, _ = full
         out.append(
             Connection(

@@ -25,6 +25,7 @@ from lark.exceptions import LarkError
 
 from ncclscope import grammars
 from ncclscope.normalize import clean, find_records, strip_launcher_prefix
+from ncclscope.parse.shapes import InsideValue, ShapeMover, coarse_key
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
@@ -256,7 +257,7 @@ class NcclLogParser:
         self._cache: dict[bytes, LineShape] = {}
         self._parser = _parser()
         self._host_ids: dict[bytes, int] = {}
-        self._hex_cache: dict[bytes, LineShape] = {}
+        self._coarse_cache: dict[bytes, tuple[ShapeMover, LineShape]] = {}
         self._known_hosts: set[str] = set()
 
     # ----------------------------------------------------------------------------------- lines
@@ -276,7 +277,7 @@ class NcclLogParser:
                 shape = self._shape_for_new_skeleton(line)
                 if len(cache) >= CACHE_LIMIT:
                     cache.clear()
-                    self._hex_cache.clear()
+                    self._coarse_cache.clear()
                 cache[skeleton] = shape
             if not shape.records:
                 self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
@@ -308,17 +309,36 @@ class NcclLogParser:
 
     # -------------------------------------------------------------------------------- learning
     def _shape_for_new_skeleton(self, line: bytes) -> LineShape:
-        """Lines that differ only in hex values (comm 0x55d5c8a3f1e0, busId 1b000) share a shape."""
-        hex_key = HEX_WORD_RE.sub(_zero_hex, line).translate(DIGITS_TO_ZERO)
-        shape = self._hex_cache.get(hex_key)
-        if shape is not None and all(  # the exemplar had hex values where this line has them
-            HEX_WORD_RE.fullmatch(shape.exemplar, m.start(), m.end()) for m in HEX_WORD_RE.finditer(line)
-        ):
-            return shape
+        """Lines differing only in number lengths or hex values reuse a parse (see shapes.py)."""
+        key = coarse_key(line)
+        known = self._coarse_cache.get(key)
+        if known is not None:
+            moved = self._move_shape(known[0], known[1], line)
+            if moved is not None:
+                return moved
         shape = self._learn(line)
-        if _hex_words_inside_fields(line, shape):
-            self._hex_cache[hex_key] = shape
+        if shape.records and key not in self._coarse_cache:
+            self._coarse_cache[key] = (ShapeMover(line, _all_spans(shape)), shape)
         return shape
+
+    def _move_shape(self, mover: ShapeMover, shape: LineShape, line: bytes) -> LineShape | None:
+        move_span = mover.mapper(line)
+        if move_span is None:
+            return None
+        try:
+            records = [
+                RecordShape(
+                    move_span(*r.span), r.level, r.family, r.reason,
+                    {k: move_span(*v) for k, v in r.prefix.items()}, _shift(r.fields, move_span), r.elided,
+                )
+                for r in shape.records
+            ]
+            lead = move_span(*shape.lead) if shape.lead is not None else None
+        except InsideValue:
+            return None
+        moved = LineShape(records, lead, shape.recognized, exemplar=line)
+        moved.fixed_digits = self._fixed_digit_columns(line, records)
+        return moved
 
     def _learn(self, raw: bytes) -> LineShape:
         """Parse one exemplar line with the grammar and remember where its fields are."""
@@ -629,21 +649,8 @@ def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return keys[first], first, counts
 
 
-# a pointer, or a hex word holding both a digit and a letter a-f (busId 1b000, commId ...)
-HEX_WORD_RE = re.compile(rb"0x[0-9a-fA-F]+|(?<![\w])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]+(?![\w])")
-
-
-def _zero_hex(match: re.Match[bytes]) -> bytes:
-    size = match.end() - match.start()
-    return b"0x" + b"0" * (size - 2) if match.group().startswith(b"0x") else b"0" * size
-
-
-def _hex_words_inside_fields(line: bytes, shape: LineShape) -> bool:
-    """True when every hex word of the line lies inside a field: then only field bytes differ."""
-    if not shape.records:
-        return False
-    spans = [s for r in shape.records for s in list(r.prefix.values()) + _spans_of(r.fields)]
-    return all(any(a <= m.start() and m.end() <= b for a, b in spans) for m in HEX_WORD_RE.finditer(line))
+def _all_spans(shape: LineShape) -> list[Span]:
+    return [s for r in shape.records for s in list(r.prefix.values()) + _spans_of(r.fields)]
 
 
 def _transport_of(fields: dict[str, Any], line: bytes) -> tuple[str, bool, bool, bool]:
