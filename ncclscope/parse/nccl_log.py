@@ -61,6 +61,20 @@ class RecordShape:
     prefix: dict[str, Span] = field(default_factory=dict)  # timestamp, host, pid, tid, cuda_dev, location
     fields: dict[str, Any] = field(default_factory=dict)  # nested; leaves are spans or True
     elided: bool = False
+    _decoder: Callable[[bytes], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+
+    def decode(self, line: bytes) -> dict[str, Any]:
+        """The fields of `line` as text (a closure built once per shape: no type tests per line)."""
+        if self._decoder is None:
+            self._decoder = _decoder(self.fields)
+        return self._decoder(line)
+
+    def __getstate__(self) -> tuple[Any, ...]:  # the decoder is a closure: rebuilt after unpickling
+        return (self.span, self.level, self.family, self.reason, self.prefix, self.fields, self.elided)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.span, self.level, self.family, self.reason, self.prefix, self.fields, self.elided = state
+        self._decoder = None
 
 
 @dataclass(slots=True, eq=False)
@@ -72,6 +86,10 @@ class LineShape:
     recognized: bool = True
     fixed_digits: np.ndarray | None = None  # columns whose digit must equal the exemplar's
     exemplar: bytes = b""
+    plain: bool = False  # NCCL records only, nothing before them
+
+    def __post_init__(self) -> None:
+        self.plain = bool(self.records) and self.lead is None
 
     @property
     def is_nccl(self) -> bool:
@@ -108,7 +126,7 @@ class Event:
     @property
     def fields(self) -> dict[str, Any]:
         if self._fields is None:
-            self._fields = _decode(self.shape.fields, self.raw)
+            self._fields = self.shape.decode(self.raw)
         return self._fields
 
     def _prefix(self, key: str) -> str | None:
@@ -238,6 +256,20 @@ def _spans_of(value: Any) -> list[Span]:
     return []
 
 
+def _decoder(value: Any) -> Callable[[bytes], Any]:
+    """A function that decodes `value`'s spans out of a line, mirroring `_decode`."""
+    if isinstance(value, tuple):
+        a, b = value
+        return lambda line: line[a:b].decode("utf-8", "replace")
+    if isinstance(value, dict):
+        parts = [(k, _decoder(v)) for k, v in value.items()]
+        return lambda line: {k: part(line) for k, part in parts}
+    if isinstance(value, list):
+        items = [_decoder(v) for v in value]
+        return lambda line: [item(line) for item in items]
+    return lambda line: value
+
+
 def _decode(value: Any, line: bytes) -> Any:
     if isinstance(value, tuple):
         return line[value[0] : value[1]].decode("utf-8", "replace")
@@ -279,6 +311,13 @@ class NcclLogParser:
                     cache.clear()
                     self._coarse_cache.clear()
                 cache[skeleton] = shape
+            if shape.plain:  # the hot path: a line of NCCL records and nothing else
+                group = groups.get(shape)
+                if group is None:
+                    groups[shape] = [i]
+                else:
+                    group.append(i)
+                continue
             if not shape.records:
                 self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
                 continue

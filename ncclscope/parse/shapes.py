@@ -39,6 +39,12 @@ class ShapeMover:
 
     def __init__(self, exemplar: bytes, field_spans: list[Span]) -> None:
         self.exemplar = exemplar
+        self.field_spans = field_spans
+        self._ready = False  # most shapes are never reused: build the expression on first use
+
+    def _prepare(self) -> None:
+        exemplar, field_spans = self.exemplar, self.field_spans
+        self._ready = True
         self.segments: list[_Segment] = []
         pattern: list[bytes] = []
         values: list[bytes] = []
@@ -65,6 +71,8 @@ class ShapeMover:
 
     def mapper(self, line: bytes) -> Any:
         """A function old position -> new position for `line`, or None when the shapes differ."""
+        if not self._ready:
+            self._prepare()
         match = self.regex.fullmatch(line)
         if match is None:
             return None
