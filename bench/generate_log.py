@@ -295,14 +295,10 @@ def tuning_table() -> list[str]:
     n_algos = len(ALGO_NAMES)
     for block in range((n_algos + 2) // 3):
         algos = [a for a in range(block * 3, block * 3 + 3) if a < n_algos]
-        lines.append(
-            "  Algorithm   |" + "".join(" %14s   %14s   %14s |" % ("", ALGO_NAMES[a], "") for a in algos)
-        )
+        lines.append("  Algorithm   |" + "".join(" %14s   %14s   %14s |" % ("", ALGO_NAMES[a], "") for a in algos))
         # The source prints 3 x 3 protocol cells even for a short block.
         lines.append("  Protocol    |" + "".join(" %14s |" % p for _ in range(3) for p in PROTO_NAMES))
-        lines.append(
-            " Max NThreads |" + "".join(" %14d |" % MAX_THREADS[a][p] for a in algos for p in range(3))
-        )
+        lines.append(" Max NThreads |" + "".join(" %14d |" % MAX_THREADS[a][p] for a in algos for p in range(3)))
         for f, func in enumerate(FUNC_NAMES):
             cells = []
             for a in algos:
@@ -368,10 +364,7 @@ def warn_block(job: list[RankInfo], r: RankInfo, rng: random.Random, seconds: fl
         )
         chain = ["misc/socket.cc:752 -> 6", "misc/socket.cc:427 -> 6", "proxy.cc:1168 -> 6"]
     elif kind == 2:
-        warn = (
-            "misc/ibvwrap.cc:197 NCCL WARN Call to ibv_reg_mr failed with error "
-            "Cannot allocate memory errno 12"
-        )
+        warn = "misc/ibvwrap.cc:197 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory errno 12"
         chain = [
             "transport/net_ib.cc:1812 -> 2",
             "transport/net.cc:743 -> 2",
@@ -465,10 +458,7 @@ def init_lines(job: list[RankInfo], r: RankInfo, epoch: int, seed: int, rng: ran
                 % (c, 0, prev, prev % GPUS_PER_HOST, R, loc, nic)
             )
         if nxt // GPUS_PER_HOST == h:
-            add(
-                "Channel %02d/%01d : %d[%d] -> %d[%d] via P2P/CUMEM/read"
-                % (c, 0, R, loc, nxt, nxt % GPUS_PER_HOST)
-            )
+            add("Channel %02d/%01d : %d[%d] -> %d[%d] via P2P/CUMEM/read" % (c, 0, R, loc, nxt, nxt % GPUS_PER_HOST))
         else:
             proxy = h * GPUS_PER_HOST + nic
             via = "%d" % nic if proxy == R else "%d(%d)" % (nic, proxy)
@@ -544,8 +534,7 @@ def bulk_segments(job: list[RankInfo], r: RankInfo, epoch: int, rng: random.Rand
             via = f"{ls}" if ls == loc else f"{ls}({h * GPUS_PER_HOST + ls})"
             for c in chans:
                 parts.append(
-                    f"{pre}Channel {c:02d}/1 : {R}[{loc}] -> {send_to}[{ls}] "
-                    f"[send] via NET/IB/{via}/GDRDMA/Shared\n"
+                    f"{pre}Channel {c:02d}/1 : {R}[{loc}] -> {send_to}[{ls}] [send] via NET/IB/{via}/GDRDMA/Shared\n"
                 )
         if R == 0 and d % 16 == 0:
             parts.append(main + collective_tuning_line(d // 16 + epoch) + "\n")

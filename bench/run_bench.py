@@ -269,18 +269,14 @@ def timed_row(name: str, run: ChildRun, size_mb: float, note: str = "") -> Row:
             file=sys.stderr,
         )
         return Row(name, note=f"FAILED (exit {run.rc})")
-    return Row(
-        name, seconds=run.seconds, mb_per_s=size_mb / run.seconds, peak_rss_mb=run.peak_rss_mb, note=note
-    )
+    return Row(name, seconds=run.seconds, mb_per_s=size_mb / run.seconds, peak_rss_mb=run.peak_rss_mb, note=note)
 
 
 def measure_grep(path: str, size_mb: float, repeat: int) -> Row:
     run = run_best(["grep", "-c", "NCCL INFO", path], repeat, capture_stdout=True)
     if run.rc == 1:  # grep: no line matched, still a valid measurement
         run.rc = 0
-    return timed_row(
-        "grep -c 'NCCL INFO'", run, size_mb, f"{run.stdout.strip()} INFO lines" if run.rc == 0 else ""
-    )
+    return timed_row("grep -c 'NCCL INFO'", run, size_mb, f"{run.stdout.strip()} INFO lines" if run.rc == 0 else "")
 
 
 def measure_regex(path: str, size_mb: float, repeat: int) -> Row:
@@ -326,9 +322,7 @@ def measure_ncclscope(path: str, size_mb: float, repeat: int) -> Row:
 
 def measure_scaling(paths: list[str], jobs: int, repeat: int) -> tuple[Row, Row]:
     size_mb = mb_of(paths)
-    single = timed_row(
-        f"ncclscope --jobs 1, {len(paths)} files", run_best(ncclscope_cmd(paths, 1), repeat), size_mb
-    )
+    single = timed_row(f"ncclscope --jobs 1, {len(paths)} files", run_best(ncclscope_cmd(paths, 1), repeat), size_mb)
     multi = timed_row(
         f"ncclscope --jobs {jobs}, {len(paths)} files", run_best(ncclscope_cmd(paths, jobs), repeat), size_mb
     )
@@ -389,8 +383,7 @@ def render_table(rows: list[Row]) -> str:
 
     def line(cells: tuple[str, ...]) -> str:
         return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         ).rstrip()
 
     sep = "  ".join("-" * w for w in widths)
@@ -464,10 +457,7 @@ def main(argv: list[str] | None = None) -> int:
 
     table = render_table(rows)
     targets = target_lines(main_row, scaling_row, size_mb, args.jobs)
-    print(
-        f"\nncclscope benchmark: {size_mb:.1f} MB synthetic NCCL log "
-        f"(1024 ranks, 128 hosts), cpu_count={cores}\n"
-    )
+    print(f"\nncclscope benchmark: {size_mb:.1f} MB synthetic NCCL log (1024 ranks, 128 hosts), cpu_count={cores}\n")
     print(table)
     print()
     print("\n".join(targets))

@@ -51,17 +51,44 @@ RESULT_NAMES = {
 # families whose records are errors even when NCCL logged them at INFO level (NOWARN)
 ERROR_FAMILIES = frozenset(
     {
-        "warn", "cuda_failure", "call_failed", "socket_failure", "shm_failure", "duplicate_gpu",
-        "version_mismatch", "bootstrap_failure", "proxy_failure", "comm_aborted", "internal_error",
-        "usage_error", "p2p_indirect_note", "plugin_init_failed", "ib_no_device", "ib_no_ip_interface",
-        "socket_no_interface", "ib_async_event", "ib_incompatible_devices",
+        "warn",
+        "cuda_failure",
+        "call_failed",
+        "socket_failure",
+        "shm_failure",
+        "duplicate_gpu",
+        "version_mismatch",
+        "bootstrap_failure",
+        "proxy_failure",
+        "comm_aborted",
+        "internal_error",
+        "usage_error",
+        "p2p_indirect_note",
+        "plugin_init_failed",
+        "ib_no_device",
+        "ib_no_ip_interface",
+        "socket_no_interface",
+        "ib_async_event",
+        "ib_incompatible_devices",
     }
 )
 NOTABLE_FAMILIES = frozenset(
     {
-        "nvls_support", "p2p_not_enabled", "affinity", "topo_affinity", "cc_mode", "connected", "dmabuf",
-        "gdrcopy", "pxn_disabled", "p2p_chunksize", "thread_thresholds", "mnnvl_clique", "launch_mode",
-        "ras", "net_ofi",
+        "nvls_support",
+        "p2p_not_enabled",
+        "affinity",
+        "topo_affinity",
+        "cc_mode",
+        "connected",
+        "dmabuf",
+        "gdrcopy",
+        "pxn_disabled",
+        "p2p_chunksize",
+        "thread_thresholds",
+        "mnnvl_clique",
+        "launch_mode",
+        "ras",
+        "net_ofi",
     }
 )
 
@@ -263,8 +290,12 @@ def _device(b: _Builder, e: Event, path: str, transport: str, index: int | None,
     key = (path, host, transport, index if index is not None else -1)
     if key not in b.devices:
         b.devices[key] = NetDevice(
-            host=host, transport=transport, index=index if index is not None else -1, name=name,
-            evidence=_evidence(path, e), **extra,
+            host=host,
+            transport=transport,
+            index=index if index is not None else -1,
+            name=name,
+            evidence=_evidence(path, e),
+            **extra,
         )
 
 
@@ -277,23 +308,49 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
             if members:
                 names = [str(m.get("device_name")) for m in members]
                 _device(
-                    b, e, path, "IB", _int(dev.get("index")), "+".join(names), members=names,
-                    port=_int(members[0].get("port")), link_layer=str(members[0].get("link_layer")),
+                    b,
+                    e,
+                    path,
+                    "IB",
+                    _int(dev.get("index")),
+                    "+".join(names),
+                    members=names,
+                    port=_int(members[0].get("port")),
+                    link_layer=str(members[0].get("link_layer")),
                 )
             else:
                 _device(
-                    b, e, path, "IB", _int(dev.get("index")), str(dev.get("device_name")),
-                    port=_int(dev.get("port")), link_layer=str(dev.get("link_layer")),
-                    rail=_int(dev.get("rail")), plane=_int(dev.get("plane")),
+                    b,
+                    e,
+                    path,
+                    "IB",
+                    _int(dev.get("index")),
+                    str(dev.get("device_name")),
+                    port=_int(dev.get("port")),
+                    link_layer=str(dev.get("link_layer")),
+                    rail=_int(dev.get("rail")),
+                    plane=_int(dev.get("plane")),
                 )
         return
     if "gdr" in f:
         _on_gdr(b, s, e, path)
         return
-    if any(k in f for k in ("completion_error", "ib_no_device", "ib_no_ip_interface", "ib_async_event",
-                            "ib_incompatible_devices")) or e.level == "WARN":
-        _add_message(b, e, f.get("completion_error", f) if isinstance(f.get("completion_error"), dict) else f,
-                     path, warning=True)
+    if (
+        any(
+            k in f
+            for k in (
+                "completion_error",
+                "ib_no_device",
+                "ib_no_ip_interface",
+                "ib_async_event",
+                "ib_incompatible_devices",
+            )
+        )
+        or e.level == "WARN"
+    ):
+        _add_message(
+            b, e, f.get("completion_error", f) if isinstance(f.get("completion_error"), dict) else f, path, warning=True
+        )
 
 
 def _on_net_socket(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
@@ -301,8 +358,9 @@ def _on_net_socket(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     devices = f.get("socket_devices")
     if isinstance(devices, dict):
         for dev in _listed(devices.get("socket_if")):
-            _device(b, e, path, "Socket", _int(dev.get("index")), str(dev.get("interface")),
-                    address=str(dev.get("address")))
+            _device(
+                b, e, path, "Socket", _int(dev.get("index")), str(dev.get("interface")), address=str(dev.get("address"))
+            )
     elif devices is True:
         return
     elif "socket_threads" not in f:
@@ -372,8 +430,12 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     member = b.members.get(member_key)
     if member is None:
         member = CommRank(
-            rank=rank if rank is not None else -1, host=e.host, pid=e.pid, cuda_dev=_int(f.get("cuda_dev")),
-            nvml_dev=_int(f.get("nvml_dev")), bus_id=str(f["bus_id"]) if "bus_id" in f else None,
+            rank=rank if rank is not None else -1,
+            host=e.host,
+            pid=e.pid,
+            cuda_dev=_int(f.get("cuda_dev")),
+            nvml_dev=_int(f.get("nvml_dev")),
+            bus_id=str(f["bus_id"]) if "bus_id" in f else None,
             evidence=_evidence(path, e),
         )
         comm.ranks.append(member)
@@ -440,10 +502,16 @@ def _on_pattern(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     b.case.graphs.append(
         GraphSearch(
-            host=e.host, pid=e.pid, pattern=_int(f.get("pattern_id")) or 0, cross_nic=_int(f.get("cross_nic")) or 0,
-            nchannels=_int(f.get("nchannels")) or 0, bw_intra=_float(f.get("bw_intra")) or 0.0,
-            bw_inter=_float(f.get("bw_inter")) or 0.0, type_intra=str(f.get("type_intra", "")) or None,
-            type_inter=str(f.get("type_inter", "")) or None, same_channels=_int(f.get("same_channels")) or 0,
+            host=e.host,
+            pid=e.pid,
+            pattern=_int(f.get("pattern_id")) or 0,
+            cross_nic=_int(f.get("cross_nic")) or 0,
+            nchannels=_int(f.get("nchannels")) or 0,
+            bw_intra=_float(f.get("bw_intra")) or 0.0,
+            bw_inter=_float(f.get("bw_inter")) or 0.0,
+            type_intra=str(f.get("type_intra", "")) or None,
+            type_inter=str(f.get("type_inter", "")) or None,
+            same_channels=_int(f.get("same_channels")) or 0,
             evidence=_evidence(path, e),
         )
     )
@@ -456,8 +524,11 @@ def _on_system_header(b: _Builder, s: _ProcessState, e: Event, path: str) -> Non
         parts = str(item.get("system_bw_key", "")), _float(item.get("number"))
         values[parts[0]] = parts[1]
     s.topology = SystemTopology(
-        host=e.host, pid=e.pid, max_bw=values.get("maxBw", values.get("maxWidth")),
-        total_bw=values.get("totalBw", values.get("totalWidth")), evidence=_evidence(path, e),
+        host=e.host,
+        pid=e.pid,
+        max_bw=values.get("maxBw", values.get("maxWidth")),
+        total_bw=values.get("totalBw", values.get("totalWidth")),
+        evidence=_evidence(path, e),
     )
     b.case.system_topologies.append(s.topology)
 
@@ -479,12 +550,18 @@ def _on_tuning_choice(b: _Builder, s: _ProcessState, e: Event, path: str) -> Non
     if size is None:
         return
     choice = TuningChoice(
-        collective=str(f["func_name"]) if "func_name" in f else None, size=size,
-        algorithm=str(f.get("algo", "")), protocol=str(f.get("proto", "")), evidence=_evidence(path, e),
+        collective=str(f["func_name"]) if "func_name" in f else None,
+        size=size,
+        algorithm=str(f.get("algo", "")),
+        protocol=str(f.get("proto", "")),
+        evidence=_evidence(path, e),
     )
     for known in b.case.tuning:
         if (known.collective, known.size, known.algorithm, known.protocol) == (
-            choice.collective, choice.size, choice.algorithm, choice.protocol,
+            choice.collective,
+            choice.size,
+            choice.algorithm,
+            choice.protocol,
         ):
             known.count += 1
             return
@@ -502,8 +579,14 @@ def _on_error_trace(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     # one chain = consecutive "-> N" lines of one thread
     if chain is None or s.trace_tid != e.tid or e.line - s.trace_line > 3 or chain.result != result:
         chain = ErrorTrace(
-            host=e.host, pid=e.pid, tid=e.tid, result=result, result_name=RESULT_NAMES.get(result, f"result {result}"),
-            frames=[], thread=thread, evidence=[],
+            host=e.host,
+            pid=e.pid,
+            tid=e.tid,
+            result=result,
+            result_name=RESULT_NAMES.get(result, f"result {result}"),
+            frames=[],
+            thread=thread,
+            evidence=[],
         )
         b.case.error_traces.append(chain)
         s.trace, s.trace_tid = chain, e.tid
@@ -581,8 +664,15 @@ def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
         path, host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, _, _ = full
         out.append(
             Connection(
-                from_rank=rank, to_rank=peer, transport=transport, direction=direction or "", host=host,
-                nic=nic if nic >= 0 else None, gdr=gdr, shared=shared, proxy_rank=proxy if proxy >= 0 else None,
+                from_rank=rank,
+                to_rank=peer,
+                transport=transport,
+                direction=direction or "",
+                host=host,
+                nic=nic if nic >= 0 else None,
+                gdr=gdr,
+                shared=shared,
+                proxy_rank=proxy if proxy >= 0 else None,
                 channels=count,
                 evidence=Evidence(source=path, line=line, text=clean(raw.decode("utf-8", "replace")).text),
             )

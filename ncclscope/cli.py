@@ -12,7 +12,7 @@ import sys
 import tempfile
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -37,9 +37,11 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-PathsArg = Annotated[list[str], typer.Argument(help="Files, directories, .gz files, or - for stdin.", show_default=False)]
+PathsArg = Annotated[
+    list[str], typer.Argument(help="Files, directories, .gz files, or - for stdin.", show_default=False)
+]
 JobsOpt = Annotated[
-    Optional[int], typer.Option("--jobs", "-j", help="Parallel processes for several inputs (default: one per core).")
+    int | None, typer.Option("--jobs", "-j", help="Parallel processes for several inputs (default: one per core).")
 ]
 
 
@@ -75,7 +77,7 @@ def _report_problems(messages: list[str]) -> None:
 def parse(
     paths: PathsArg,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text or json.")] = OutputFormat.text,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
     jobs: JobsOpt = None,
 ) -> None:
     """Parse inputs into one Case and print a summary (or the Case as JSON)."""

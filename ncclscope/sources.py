@@ -197,4 +197,3 @@ class _GzipChunks:
 
 def display_name(path: str) -> str:
     return os.path.normpath(path) if path != "-" else "-"
-

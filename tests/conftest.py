@@ -15,12 +15,12 @@ FIXTURES = REPO / "fixtures"
 
 def fixture_files() -> list[Path]:
     """Every input fixture (README.md excluded), relative to the repository root."""
-    return sorted(
-        p.relative_to(REPO) for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md"
-    )
+    return sorted(p.relative_to(REPO) for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md")
 
 
-def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+def run_cli(
+    *args: str, stdin: bytes | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
     """Run `python -m ncclscope ARGS` as a user would, capturing bytes."""
     env = dict(os.environ, COLUMNS="160", NO_COLOR="1")
     return subprocess.run(

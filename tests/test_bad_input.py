@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from conftest import REPO, run_cli
+
 from ncclscope.parse.source import parse_input
 from ncclscope.sources import InputFile
 
@@ -167,15 +168,17 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
 
 def test_stdin_is_streamed_while_the_writer_is_still_running() -> None:
     writer = (
-        "import sys, time\n"
-        "for i in range(3):\n"
-        f"    sys.stdout.write({GOOD!r}); sys.stdout.flush(); time.sleep(0.3)\n"
+        f"import sys, time\nfor i in range(3):\n    sys.stdout.write({GOOD!r}); sys.stdout.flush(); time.sleep(0.3)\n"
     )
     producer = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE)
     start = time.monotonic()
     consumer = subprocess.run(
         [sys.executable, "-m", "ncclscope", "parse", "--format", "json", "-"],
-        stdin=producer.stdout, capture_output=True, cwd=REPO, timeout=60, check=False,
+        stdin=producer.stdout,
+        capture_output=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
     )
     producer.wait()
     assert consumer.returncode == 0, consumer.stderr

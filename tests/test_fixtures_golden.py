@@ -12,13 +12,15 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, REPO, fixture_files
+
 from ncclscope.reading import read_case
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("NCCLSCOPE_UPDATE_GOLDEN") == "1"
-EXPECT_RE = re.compile(r"^- `(?P<name>[^`]+)`.*\(expect (?P<count>\d+) unrecognised: line numbers? (?P<lines>[\d, and]+)\)")
+EXPECT_RE = re.compile(
+    r"^- `(?P<name>[^`]+)`.*\(expect (?P<count>\d+) unrecognised: line numbers? (?P<lines>[\d, and]+)\)"
+)
 
 
 def expected_unrecognized() -> dict[str, set[int]]:
@@ -65,5 +67,7 @@ def test_fixture_case_matches_golden_json(fixture: Path, repo_cwd: Path) -> None
 
 def test_every_fixture_is_described_in_the_readme() -> None:
     readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
-    missing = [str(f.relative_to("fixtures")) for f in fixture_files() if f"`{f.relative_to('fixtures')}`" not in readme]
+    missing = [
+        str(f.relative_to("fixtures")) for f in fixture_files() if f"`{f.relative_to('fixtures')}`" not in readme
+    ]
     assert not missing

@@ -29,7 +29,8 @@ def test_info_prefix_gives_host_pid_tid_and_device() -> None:
 def test_warn_with_226_timestamp_keeps_timestamp_and_location() -> None:
     event = only_event(
         "[2025-03-02 14:05:33] node1:12345:12420 [3] transport/net_ib.cc:2358 NCCL WARN "
-        "NET/IB: Got completion from peer 10.1.2.4<53468> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca mlx5_0"
+        "NET/IB: Got completion from peer 10.1.2.4<53468> with status=12 opcode=0 len=0 "
+        "vendor err 129 (Recv) hca mlx5_0"
     )
     assert event.level == "WARN"
     assert event.timestamp == "[2025-03-02 14:05:33]"
@@ -89,17 +90,19 @@ def test_launcher_prefixes_are_skipped() -> None:
 
 
 def test_two_records_glued_on_one_line_are_both_read() -> None:
-    result, _ = parse(
-        "node1:1:2 [0] NCCL INFO Using network IB    node2:3:4 [1] NCCL INFO cudaDriverVersion 12080"
-    )
+    result, _ = parse("node1:1:2 [0] NCCL INFO Using network IB    node2:3:4 [1] NCCL INFO cudaDriverVersion 12080")
     assert result.nccl_lines == 1 and result.recognized == 1
     assert sorted(e.family for e in result.events) == ["cuda_driver", "using_network"]
     assert {e.host for e in result.events} == {"node1", "node2"}
 
 
 def test_lines_of_one_shape_each_get_their_own_values() -> None:
-    lines = [f"node{h:02d}:{1000 + r}:{2000 + r} [{r}] NCCL INFO comm 0x55d5c8a3f1e{r} rank {r} nRanks 16 "
-             f"nNodes 2 localRanks 8 localRank {r % 8} MNNVL 0" for h in (1, 2) for r in range(8)]
+    lines = [
+        f"node{h:02d}:{1000 + r}:{2000 + r} [{r}] NCCL INFO comm 0x55d5c8a3f1e{r} rank {r} nRanks 16 "
+        f"nNodes 2 localRanks 8 localRank {r % 8} MNNVL 0"
+        for h in (1, 2)
+        for r in range(8)
+    ]
     result, _ = parse("\n".join(lines))
     assert result.recognized == 16
     ranks = sorted((e.host, int(e.fields["rank"]), e.fields["comm"]) for e in result.events)
@@ -132,8 +135,12 @@ def test_connections_are_aggregated_by_transport_and_edge() -> None:
     lines = []
     for channel in range(4):
         lines.append(f"n1:10:10 [0] NCCL INFO Channel {channel:02d}/0 : 0[0] -> 1[1] via P2P/CUMEM/read")
-        lines.append(f"n1:10:10 [0] NCCL INFO Channel {channel:02d}/0 : 0[0] -> 8[0] [send] via NET/IB/{channel % 2}/GDRDMA")
-        lines.append(f"n1:10:10 [0] NCCL INFO Channel {channel:02d}/0 : 8[0] -> 0[0] [receive] via NET/IB/{channel % 2}")
+        lines.append(
+            f"n1:10:10 [0] NCCL INFO Channel {channel:02d}/0 : 0[0] -> 8[0] [send] via NET/IB/{channel % 2}/GDRDMA"
+        )
+        lines.append(
+            f"n1:10:10 [0] NCCL INFO Channel {channel:02d}/0 : 8[0] -> 0[0] [receive] via NET/IB/{channel % 2}"
+        )
     result, _ = parse("\n".join(lines))
     assert result.by_transport == {"P2P/CUMEM/read": 4, "NET/IB": 8}
     p2p = [k for k in result.edges if k[2].startswith("P2P")]

@@ -13,16 +13,41 @@ from ncclscope.sources import InputFile
 
 # pieces of real syntax, so that generated lines often look like NCCL's and reach deep paths
 FRAGMENTS = [
-    "node1:123:456 [0] NCCL INFO ", "NCCL WARN ", "[2025-01-01 00:00:00] ", "[1,0]<stdout>:", "3: ",
-    "Channel 00/0 : ", "0[0] -> 1[1] ", "via P2P/IPC", "via NET/IB/0/GDRDMA", "[send] ", "comm 0x55aa ",
-    "rank 0 nranks 8 ", "- Init COMPLETE", "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
-    "GPU0\tGPU1\tNIC0\tCPU Affinity", "GPU0\t X \tNV18\tPIX\t0-23", "#       size         count",
+    "node1:123:456 [0] NCCL INFO ",
+    "NCCL WARN ",
+    "[2025-01-01 00:00:00] ",
+    "[1,0]<stdout>:",
+    "3: ",
+    "Channel 00/0 : ",
+    "0[0] -> 1[1] ",
+    "via P2P/IPC",
+    "via NET/IB/0/GDRDMA",
+    "[send] ",
+    "comm 0x55aa ",
+    "rank 0 nranks 8 ",
+    "- Init COMPLETE",
+    "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+    "GPU0\tGPU1\tNIC0\tCPU Affinity",
+    "GPU0\t X \tNV18\tPIX\t0-23",
+    "#       size         count",
     "           8             2     float     sum      -1    10.25    0.00    0.00       0",
-    "Trees [0] -1/-1/-1->0->1", " ... ", "\t", "\x1b[4m", "\r", ":", "[", "]", "->", "0x", "12",
+    "Trees [0] -1/-1/-1->0->1",
+    " ... ",
+    "\t",
+    "\x1b[4m",
+    "\r",
+    ":",
+    "[",
+    "]",
+    "->",
+    "0x",
+    "12",
 ]
-line_text = st.lists(
-    st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), max_size=8
-).map("".join).map(lambda s: s.replace("\n", " "))
+line_text = (
+    st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), max_size=8)
+    .map("".join)
+    .map(lambda s: s.replace("\n", " "))
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -40,7 +65,9 @@ def test_log_parser_never_raises_and_counts_every_line(lines: list[str]) -> None
         assert event.text is not None
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(line_text, min_size=1, max_size=40), st.sampled_from(["\n", "\r\n"]))
 def test_whole_source_parse_never_raises_and_counts_lines(tmp_path: Path, lines: list[str], newline: str) -> None:
     target = tmp_path / "input.txt"

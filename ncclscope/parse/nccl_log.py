@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from lark import Lark, Token, Tree
@@ -203,7 +204,8 @@ def _parser() -> Lark:
     return grammars.load("nccl_log", ("record", "loose_record", "message"))
 
 
-def _span(tok: Token) -> Span:
+def _span(tok: Any) -> Span:
+    """Position of a token (a Tree here would be a grammar change the parser must follow)."""
     return (tok.start_pos or 0, tok.end_pos or 0)
 
 
@@ -211,6 +213,7 @@ def _extract(tree: Tree) -> dict[str, Any]:
     """A parse tree as nested {field: span | True | dict | list} named by the grammar's rules."""
     out: dict[str, Any] = {}
     for child in tree.children:
+        value: Any
         if isinstance(child, Token):
             key, value = child.type.lower(), _span(child)
         else:
@@ -367,8 +370,13 @@ class NcclLogParser:
         try:
             records = [
                 RecordShape(
-                    move_span(*r.span), r.level, r.family, r.reason,
-                    {k: move_span(*v) for k, v in r.prefix.items()}, _shift(r.fields, move_span), r.elided,
+                    move_span(*r.span),
+                    r.level,
+                    r.family,
+                    r.reason,
+                    {k: move_span(*v) for k, v in r.prefix.items()},
+                    _shift(r.fields, move_span),
+                    r.elided,
                 )
                 for r in shape.records
             ]
@@ -405,7 +413,11 @@ class NcclLogParser:
                     records.append(record)
                 elif FRAGMENT_RE.search(body):
                     whole = cl.raw_span(start, start + len(body))
-                    records.append(RecordShape(whole, "INFO", None, "a fragment of an NCCL record (cut by the paste or by another writer)"))
+                    records.append(
+                        RecordShape(
+                            whole, "INFO", None, "a fragment of an NCCL record (cut by the paste or by another writer)"
+                        )
+                    )
         shape = LineShape(records, lead, all(r.family is not None for r in records), exemplar=raw)
         for record in records:
             host = record.prefix.get("host")
@@ -426,9 +438,10 @@ class NcclLogParser:
                 return RecordShape(whole, "BARE", None, "not an NCCL message")
             return self._parse_loose(text, whole, mapper)
         if start == "message":
-            fields = _extract(tree)
-            return RecordShape(whole, "BARE", str(tree.data), fields=_shift(fields, mapper),
-                               elided=elided or "ellipsis" in fields)
+            bare = _extract(tree)
+            return RecordShape(
+                whole, "BARE", str(tree.data), fields=_shift(bare, mapper), elided=elided or "ellipsis" in bare
+            )
         prefix: dict[str, Span] = {}
         body = tree.children[-1]
         for child in tree.children[:-1]:
@@ -447,8 +460,12 @@ class NcclLogParser:
             elif isinstance(child, Token) and child.type == "TEXT":
                 fields = {"text": _span(child)}
         return RecordShape(
-            whole, level, family, prefix={k: mapper(*v) for k, v in prefix.items()},
-            fields=_shift(fields, mapper), elided=elided or "ellipsis" in fields,
+            whole,
+            level,
+            family,
+            prefix={k: mapper(*v) for k, v in prefix.items()},
+            fields=_shift(fields, mapper),
+            elided=elided or "ellipsis" in fields,
         )
 
     def _try_parse(self, text: str, start: str) -> tuple[Tree | None, bool]:
@@ -503,7 +520,7 @@ class NcclLogParser:
             elif part.data == "origin":
                 a, b = _span(token)
                 value = text[a:b]
-                if token.type == "PROCESS":
+                if getattr(token, "type", "") == "PROCESS":
                     host, pid, tid = value.rsplit(":", 2)
                     h_end = a + len(host)
                     p_end = h_end + 1 + len(pid)
@@ -551,7 +568,7 @@ class NcclLogParser:
             res.recognized += n
         else:
             reason = next((r.reason for r in shape.records if r.family is None), "")
-            for line, no in zip(lines, line_nos):
+            for line, no in zip(lines, line_nos, strict=False):
                 self._unrecognized(no, line, reason)
         for record in shape.records:
             if record.family is None:
@@ -638,15 +655,17 @@ class NcclLogParser:
             nic = self._int_column(column, (net or f).get("net_dev"), n)
             proxy = self._int_column(column, (net or f).get("proxy_rank"), n)
             keys = np.stack([hosts, pids, from_rank, nic, proxy], axis=1)
-            to_devs = None
+            to_devs: tuple[np.ndarray | None, np.ndarray | None] | None = None
         else:
             to_rank = self._int_column(column, dst.get("rank"), n)
             keys = np.stack([hosts, pids, from_rank, to_rank], axis=1)
-            to_devs = (column(src["dev"]) if isinstance(src.get("dev"), tuple) else None,
-                       column(dst["dev"]) if isinstance(dst.get("dev"), tuple) else None)
+            to_devs = (
+                column(src["dev"]) if isinstance(src.get("dev"), tuple) else None,
+                column(dst["dev"]) if isinstance(dst.get("dev"), tuple) else None,
+            )
         uniq, first, counts = _unique_rows(keys)
         hosts_by_id = {v: k for k, v in self._host_ids.items()}
-        for row, idx, count in zip(uniq.tolist(), first.tolist(), counts.tolist()):
+        for row, idx, count in zip(uniq.tolist(), first.tolist(), counts.tolist(), strict=False):
             host = hosts_by_id.get(row[0], b"").decode("utf-8", "replace") if row[0] >= 0 else None
             if is_net:
                 key = (host, row[1], transport, direction, row[2], -1, row[3], row[4], gdr, shared, "", "")
@@ -667,8 +686,10 @@ class NcclLogParser:
             return
         n = len(lines)
         column = self._columns(lines)
-        cols = [self._int_column(column, record.prefix.get("pid"), n),
-                self._int_column(column, record.fields.get("channel"), n)]
+        cols = [
+            self._int_column(column, record.prefix.get("pid"), n),
+            self._int_column(column, record.fields.get("channel"), n),
+        ]
         cols += [self._int_column(column, e.get("rank"), n) for e in ends]
         self.result.graph_rings.append(np.stack(cols, axis=1))
         self.result.graph_ring_hosts.append(self._host_column(record, column, n))

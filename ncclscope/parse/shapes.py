@@ -65,7 +65,8 @@ class ShapeMover:
         self.starts = [s.start for s in self.segments]
         # values outside every field must stay equal (keyword digits, prose numbers)
         self.fixed = [
-            s.group for s in self.segments
+            s.group
+            for s in self.segments
             if s.group is not None and not any(a <= s.start and s.end <= b for a, b in field_spans)
         ]
 
@@ -118,5 +119,3 @@ class ShapeMover:
 
 class InsideValue(Exception):
     """A field boundary falls inside a number: the template cannot be moved."""
-
-

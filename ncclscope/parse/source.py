@@ -89,7 +89,9 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     source.invalid_utf8_lines = others.invalid_utf8
     source.problems.extend(stats.problems)
     for line_no, size in stats.overlong_lines:
-        source.problems.append(f"line {line_no} is {size} bytes long; only its first 64 KiB were read, and it was not parsed")
+        source.problems.append(
+            f"line {line_no} is {size} bytes long; only its first 64 KiB were read, and it was not parsed"
+        )
     if res.nccl_lines:
         source.kinds.append("nccl_log")
     if parsed.topologies:

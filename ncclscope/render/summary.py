@@ -23,20 +23,22 @@ def peak_busbw(run: BenchmarkRun) -> tuple[int, float] | None:
 
 
 def print_summary(case: Case, console: Console) -> None:
-    sources = Table(title="Inputs", title_justify="left", show_edge=False)
-    for column in ("input", "holds", "lines", "NCCL lines", "recognised", "not understood"):
-        sources.add_column(column, justify="right" if column not in ("input", "holds") else "left",
-                           overflow="fold", no_wrap=column != "input")
+    console.print("[bold]Inputs[/]")
     for s in case.sources:
-        sources.add_row(
-            s.path, ", ".join(s.kinds) or "-", str(s.lines), str(s.nccl_lines),
-            _pct(s.recognized, s.nccl_lines), str(s.unrecognized_count),
-        )
-    console.print(sources)
+        kinds = " + ".join(s.kinds) or "nothing recognised"
+        line = f"  {s.path}: {kinds}, {s.lines} lines"
+        if s.nccl_lines:
+            line += f", {s.nccl_lines} NCCL lines, {_pct(s.recognized, s.nccl_lines)} recognised"
+            if s.unrecognized_count:
+                line += f" ({s.unrecognized_count} not understood)"
+        console.print(line, markup=False)
     for s in case.sources:
         for u in s.unrecognized[:5]:
-            console.print(f"  [yellow]{s.path}:{u.line}[/] not understood ({u.reason}): {u.text[:120]}", markup=True,
-                          highlight=False)
+            console.print(
+                f"  [yellow]{s.path}:{u.line}[/] not understood ({u.reason}): {u.text[:120]}",
+                markup=True,
+                highlight=False,
+            )
         if s.unrecognized_count > 5:
             console.print(f"  ... and {s.unrecognized_count - 5} more lines in {s.path}")
     if case.nccl_versions:
@@ -48,8 +50,13 @@ def print_summary(case: Case, console: Console) -> None:
         for names, h, ranks, processes in _host_groups(case.hosts):
             label = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} ({len(names)} hosts)"
             hosts.add_row(
-                label, str(processes), _ranks(ranks), ", ".join(h.nccl_versions) or "-",
-                ", ".join(h.networks) or "-", ", ".join(h.net_plugins) or "-", h.gdr,
+                label,
+                str(processes),
+                _ranks(ranks),
+                ", ".join(h.nccl_versions) or "-",
+                ", ".join(h.networks) or "-",
+                ", ".join(h.net_plugins) or "-",
+                h.gdr,
             )
         console.print(hosts)
     if case.communicators:
@@ -58,7 +65,11 @@ def print_summary(case: Case, console: Console) -> None:
             comms.add_column(column)
         for c in case.communicators[:20]:
             comms.add_row(
-                c.id, str(c.nranks or "-"), str(c.nnodes or "-"), str(c.ranks_started), str(c.ranks_completed),
+                c.id,
+                str(c.nranks or "-"),
+                str(c.nnodes or "-"),
+                str(c.ranks_started),
+                str(c.ranks_completed),
                 str(c.channels or "-"),
             )
         console.print(comms)
@@ -71,8 +82,9 @@ def print_summary(case: Case, console: Console) -> None:
             f"without {case.connections.net_without_gdr}"
         )
     if case.net_devices:
-        devices = sorted({f"{d.transport}:{d.name}" + (f"/{d.link_layer}" if d.link_layer else "")
-                          for d in case.net_devices})
+        devices = sorted(
+            {f"{d.transport}:{d.name}" + (f"/{d.link_layer}" if d.link_layer else "") for d in case.net_devices}
+        )
         console.print(f"Network devices: {', '.join(devices[:16])}{' ...' if len(devices) > 16 else ''}")
     if case.env:
         console.print("Settings: " + ", ".join(f"{e.name}={e.value}" for e in case.env[:20]))
@@ -88,8 +100,7 @@ def print_summary(case: Case, console: Console) -> None:
         peak_text = f"busbw {peak[1]:.2f} GB/s at {peak[0]} B" if peak else "no rows"
         console.print(
             f"Benchmark {run.collective or '?'} ({run.source}:{run.line}): {run.nranks or '?'} ranks, "
-            f"{len(run.rows)} rows, {peak_text}"
-            + (f", avg busbw {run.avg_busbw}" if run.avg_busbw is not None else "")
+            f"{len(run.rows)} rows, {peak_text}" + (f", avg busbw {run.avg_busbw}" if run.avg_busbw is not None else "")
         )
 
 
