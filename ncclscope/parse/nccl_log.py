@@ -659,9 +659,10 @@ class NcclLogParser:
         else:
             to_rank = self._int_column(column, dst.get("rank"), n)
             keys = np.stack([hosts, pids, from_rank, to_rank], axis=1)
+            src_dev, dst_dev = src.get("dev"), dst.get("dev")
             to_devs = (
-                column(src["dev"]) if isinstance(src.get("dev"), tuple) else None,
-                column(dst["dev"]) if isinstance(dst.get("dev"), tuple) else None,
+                column(src_dev) if isinstance(src_dev, tuple) else None,
+                column(dst_dev) if isinstance(dst_dev, tuple) else None,
             )
         uniq, first, counts = _unique_rows(keys)
         hosts_by_id = {v: k for k, v in self._host_ids.items()}
