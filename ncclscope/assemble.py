@@ -146,6 +146,7 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
         case.sources.append(parsed.source)
         case.topologies.extend(parsed.topologies)
         case.benchmarks.extend(parsed.benchmarks)
+        case.framework_messages.extend(parsed.framework)
         _add_events(builder, parsed)
         _add_connections(parsed, summary, edges)
     case.connections = summary

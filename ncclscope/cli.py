@@ -1,7 +1,7 @@
 """The command line: one function per command, wiring only.
 
-Exit status: 0 ok; 2 unusable input (a message on stderr names it) or a usage error; 3 an
-internal error (a one-line message, never a traceback).
+Exit status: 0 ok; 1 `analyze` found something at or above --fail-on; 2 unusable input (a message
+on stderr names it) or a usage error; 3 an internal error (a one-line message, never a traceback).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rich.console import Console
 
 from ncclscope import __version__
 from ncclscope.model import Case
-from ncclscope.reading import EXIT_UNUSABLE, read_case
+from ncclscope.reading import EXIT_FINDINGS, EXIT_UNUSABLE, read_case
 
 app = typer.Typer(
     name="ncclscope",
@@ -97,10 +97,110 @@ def parse(
     raise typer.Exit(outcome.exit_code)
 
 
+class AnalyzeFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    sarif = "sarif"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    never = "never"
+
+
 @app.command()
-def schema() -> None:
-    """Print the JSON schema of the Case (the contract of `parse --format json`)."""
-    _write_output(json.dumps(Case.model_json_schema(), indent=2), None)
+def analyze(
+    paths: PathsArg,
+    output_format: Annotated[
+        AnalyzeFormat, typer.Option("--format", "-f", help="text, json, markdown or sarif.")
+    ] = AnalyzeFormat.text,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
+    select: Annotated[
+        list[str] | None, typer.Option("--select", help="Only these codes or prefixes (NET, BW001); repeatable.")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="Skip these codes or prefixes; repeatable.")
+    ] = None,
+    fail_on: Annotated[
+        FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this severity.")
+    ] = FailOn.error,
+    jobs: JobsOpt = None,
+) -> None:
+    """Diagnose: findings by severity, each with its evidence lines, why it matters and the fix."""
+    from ncclscope.engine import analyze as run_rules
+    from ncclscope.render import findings as render
+
+    outcome = read_case(paths, jobs)
+    _report_problems(outcome.messages)
+    analysis = run_rules(outcome.case, _split(select), _split(ignore))
+    if output_format is AnalyzeFormat.text:
+        if output is None:
+            render.print_text(analysis, Console(highlight=False, soft_wrap=True))
+        else:
+            console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
+            render.print_text(analysis, console)
+            _write_output(console.export_text(), output)
+    else:
+        writer = {"json": render.to_json, "markdown": render.to_markdown, "sarif": render.to_sarif}
+        _write_output(writer[output_format.value](analysis), output)
+    if outcome.unusable and not outcome.case.sources:
+        raise typer.Exit(EXIT_UNUSABLE)
+    if outcome.exit_code == EXIT_UNUSABLE and not analysis.findings:
+        raise typer.Exit(EXIT_UNUSABLE)
+    raise typer.Exit(_findings_exit(analysis.summary, fail_on, outcome.exit_code))
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    """--select NET,GDR and --select NET --select GDR mean the same."""
+    if not values:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _findings_exit(summary: dict[str, int], fail_on: FailOn, read_status: int) -> int:
+    if read_status == EXIT_UNUSABLE:
+        return EXIT_UNUSABLE
+    if fail_on is FailOn.error and summary.get("error"):
+        return EXIT_FINDINGS
+    if fail_on is FailOn.warning and (summary.get("error") or summary.get("warning")):
+        return EXIT_FINDINGS
+    return 0
+
+
+@app.command()
+def rules(
+    code: Annotated[str | None, typer.Argument(help="A rule code, e.g. NET001, to explain it.")] = None,
+) -> None:
+    """List the rules, or explain one (what it detects, why it matters, how to fix it)."""
+    from ncclscope.render import findings as render
+
+    console = Console(highlight=False, soft_wrap=True)
+    if code is None:
+        render.print_rule_list(console)
+        return
+    if not render.print_rule(code, console):
+        _report_problems([f"no rule {code}; `ncclscope rules` lists them"])
+        raise typer.Exit(EXIT_UNUSABLE)
+
+
+class SchemaKind(str, Enum):
+    case = "case"
+    analysis = "analysis"
+
+
+@app.command()
+def schema(
+    kind: Annotated[
+        SchemaKind, typer.Argument(help="case (parse --format json) or analysis (analyze --format json).")
+    ] = SchemaKind.case,
+) -> None:
+    """Print a JSON schema: of the Case, or of the analysis output."""
+    from ncclscope.model import Analysis
+
+    model = Case if kind is SchemaKind.case else Analysis
+    _write_output(json.dumps(model.model_json_schema(), indent=2), None)
 
 
 @app.command()

@@ -8,9 +8,10 @@ parallel processes; its result is picklable.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
-from ncclscope.model import BenchmarkRun, Source, TopologyMatrix, UnrecognizedLine
+from ncclscope.model import BenchmarkRun, Evidence, NcclMessage, Source, TopologyMatrix, UnrecognizedLine
 from ncclscope.normalize import clean, strip_launcher_prefix
 from ncclscope.parse.nccl_log import LogResult, NcclLogParser
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
@@ -29,6 +30,15 @@ class ParsedInput:
     host_names: dict[int, str] = field(default_factory=dict)
     topologies: list[TopologyMatrix] = field(default_factory=list)
     benchmarks: list[BenchmarkRun] = field(default_factory=list)
+    framework: list[NcclMessage] = field(default_factory=list)
+
+
+# Framework lines about NCCL that rules need (RUN006): PyTorch's ProcessGroupNCCL watchdog and errors.
+FRAMEWORK_RE = re.compile(
+    r"Watchdog caught collective operation timeout|ProcessGroupNCCL[^\n]*(?:[Tt]imeout|[Ee]rror|abort)"
+    r"|NCCL error in: |DistBackendError|NCCL communicator was aborted"
+)
+FRAMEWORK_KEEP = 200
 
 
 class _OtherLines:
@@ -40,6 +50,8 @@ class _OtherLines:
         self.topology_lines = 0
         self.tests_lines = 0
         self.invalid_utf8 = 0
+        self.display = display
+        self.framework: list[NcclMessage] = []
 
     def __call__(self, line_no: int, text: str) -> None:
         if not text:
@@ -54,6 +66,10 @@ class _OtherLines:
             self.topology_lines += 1
         elif self.tests.feed(line_no, body):
             self.tests_lines += 1
+        elif len(self.framework) < FRAMEWORK_KEEP and FRAMEWORK_RE.search(body):
+            family = "watchdog_timeout" if "atchdog" in body or "imeout" in body else "framework_error"
+            evidence = Evidence(source=self.display, line=line_no, text=body.strip())
+            self.framework.append(NcclMessage(level="ERROR", family=family, message=body.strip(), evidence=evidence))
 
 
 def parse_input(item: InputFile) -> ParsedInput:
@@ -71,6 +87,7 @@ def parse_input(item: InputFile) -> ParsedInput:
     parsed = ParsedInput(source, log.result, log.host_names())
     parsed.topologies = others.topology.finish()
     parsed.benchmarks = others.tests.finish()
+    parsed.framework = others.framework
     _fill_source(source, stats, parsed, others)
     return parsed
 

@@ -1,0 +1,83 @@
+"""Running the rules over a Case: selection, missing evidence (EVD001), stories, ordering."""
+
+from __future__ import annotations
+
+from ncclscope import __version__
+from ncclscope.model import SEVERITY_ORDER, Analysis, Case, Finding
+from ncclscope.platforms import detect_platform, judge_bandwidth
+from ncclscope.rules.context import Context
+from ncclscope.rules.registry import Rule, all_rules
+
+
+def selected(rules: dict[str, Rule], select: list[str] | None, ignore: list[str] | None) -> dict[str, Rule]:
+    """ruff-style: codes or prefixes (NET, NET001); --ignore wins over --select."""
+
+    def matches(code: str, patterns: list[str]) -> bool:
+        return any(code.startswith(p.strip().upper()) for p in patterns if p.strip())
+
+    chosen = {c: r for c, r in rules.items() if not select or matches(c, select)}
+    return {c: r for c, r in chosen.items() if not ignore or not matches(c, ignore)}
+
+
+def analyze(case: Case, select: list[str] | None = None, ignore: list[str] | None = None) -> Analysis:
+    platform = detect_platform(case)
+    ctx = Context(case, platform, judge_bandwidth(case, platform))
+    rules = selected(all_rules(), select, ignore)
+    findings: list[Finding] = []
+    unjudged: dict[str, list[str]] = {}
+    for code, r in rules.items():
+        if code == "EVD001":
+            continue
+        missing = [need for need in r.needs if not ctx.has(need)]
+        if missing:
+            for need in missing:
+                unjudged.setdefault(need, []).append(code)
+            continue
+        findings.extend(r.func(ctx))
+    if "EVD001" in rules:
+        ctx.unjudged = unjudged  # type: ignore[attr-defined]
+        findings.extend(rules["EVD001"].func(ctx))
+    _link_stories(findings)
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], not f.root_cause, f.code, f.message))
+    summary = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+    return Analysis(
+        ncclscope_version=__version__,
+        findings=findings,
+        summary=summary,
+        platform=platform,
+        bandwidth=ctx.bandwidth,
+        case=case,
+    )
+
+
+# causes and their effects: when both are present they are one story, root cause first
+STORIES: list[tuple[str, list[str]]] = [
+    ("TOPO001", ["TOPO004", "BW001"]),
+    ("TOPO004", ["BW001"]),
+    ("NET002", ["NET001", "BW001"]),
+    ("NET001", ["BW001"]),
+    ("ENV001", ["NET001", "NET002", "TOPO004", "GDR001", "CH001", "BW001"]),
+    ("GDR001", ["BW001"]),
+    ("TOPO002", ["GDR001", "BW001"]),
+    ("VER001", ["RUN001"]),
+    ("NET007", ["RUN001"]),
+    ("BW004", ["BW001"]),
+]
+
+
+def _link_stories(findings: list[Finding]) -> None:
+    by_code: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_code.setdefault(f.code, []).append(f)
+    for cause, effects in STORIES:
+        if cause not in by_code:
+            continue
+        present = [e for e in effects if e in by_code]
+        if not present:
+            continue
+        for f in by_code[cause]:
+            f.root_cause = f.root_cause or not any(c in by_code for c, es in STORIES if cause in es and c != cause)
+            f.related = sorted(set(f.related) | set(present))
+        for code in present:
+            for f in by_code[code]:
+                f.related = sorted(set(f.related) | {cause})

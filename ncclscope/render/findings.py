@@ -1,0 +1,183 @@
+"""Findings for people (terminal text, Markdown) and machines (JSON, SARIF)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ncclscope import __version__
+from ncclscope.model import Analysis, Finding
+from ncclscope.rules.registry import all_rules
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def headline(analysis: Analysis) -> str:
+    s = analysis.summary
+    if not analysis.findings:
+        return "No findings."
+    parts = [f"{s.get(k, 0)} {k}{'s' if s.get(k, 0) != 1 else ''}" for k in ("error", "warning", "info") if s.get(k)]
+    return ", ".join(parts)
+
+
+def print_text(analysis: Analysis, console: Console) -> None:
+    console.print(f"[bold]ncclscope[/] {__version__}: {headline(analysis)}")
+    platform = analysis.platform
+    if platform.key or platform.gpu_model:
+        console.print(f"Platform: {escape(describe_platform(analysis))}")
+    for finding in analysis.findings:
+        console.print()
+        _print_finding(finding, console)
+    if analysis.bandwidth:
+        console.print()
+        console.print("[bold]Bandwidth[/]")
+        for judgement in analysis.bandwidth:
+            console.print(f"  {escape(judgement.verdict)}")
+
+
+def describe_platform(analysis: Analysis) -> str:
+    p = analysis.platform
+    bits = []
+    if p.gpu_model:
+        bits.append(f"{p.gpus_per_host or '?'}x {p.gpu_model} per host")
+    if p.hosts:
+        bits.append(f"{p.hosts} host{'s' if p.hosts != 1 else ''}")
+    if p.nvlink_links:
+        bits.append(f"NV{p.nvlink_links}")
+    if p.network:
+        bits.append(f"network {p.network}")
+    return ", ".join(bits) or "unknown"
+
+
+def _print_finding(f: Finding, console: Console) -> None:
+    root = "  [dim](root cause)[/]" if f.root_cause else ""
+    console.print(f"[{STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.code}[/] {f.name}{root}")
+    console.print(f"  {escape(f.message)}", soft_wrap=True)
+    for ev in f.evidence:
+        console.print(f"    [dim]{escape(ev.source)}:{ev.line}[/]  {escape(ev.text[:200])}", soft_wrap=True)
+    more = f.evidence_count - len(f.evidence)
+    if more > 0:
+        console.print(f"    [dim]... and {more} more line{'s' if more != 1 else ''}[/]")
+    if f.related:
+        console.print(f"  [dim]related: {', '.join(f.related)}[/]")
+    if f.explanation:
+        console.print(f"  [bold]why:[/] {escape(f.explanation)}", soft_wrap=True)
+    if f.fix:
+        console.print(f"  [bold]fix:[/] {escape(f.fix)}", soft_wrap=True)
+
+
+def to_json(analysis: Analysis) -> str:
+    return analysis.model_dump_json(indent=2)
+
+
+def to_markdown(analysis: Analysis) -> str:
+    lines = [f"## ncclscope {__version__}: {headline(analysis)}", ""]
+    if analysis.platform.key or analysis.platform.gpu_model:
+        lines += [f"Platform: {describe_platform(analysis)}", ""]
+    if analysis.findings:
+        lines += ["| severity | code | finding |", "|---|---|---|"]
+        for f in analysis.findings:
+            lines.append(f"| {f.severity} | {f.code} {f.name} | {_md_cell(f.message)} |")
+        lines.append("")
+    for f in analysis.findings:
+        lines += [f"### {f.severity}: {f.code} {f.name}", "", f.message, ""]
+        if f.evidence:
+            lines += ["<details><summary>evidence</summary>", "", "```text"]
+            lines += [f"{ev.source}:{ev.line}: {ev.text}" for ev in f.evidence]
+            more = f.evidence_count - len(f.evidence)
+            if more > 0:
+                lines.append(f"... and {more} more lines")
+            lines += ["```", "", "</details>", ""]
+        if f.explanation:
+            lines += [f"**Why:** {f.explanation}", ""]
+        if f.fix:
+            lines += [f"**Fix:** {f.fix}", ""]
+    if analysis.bandwidth:
+        lines += ["### Bandwidth", ""] + [f"- {j.verdict}" for j in analysis.bandwidth] + [""]
+    return "\n".join(lines)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_sarif(analysis: Analysis) -> str:
+    rules = all_rules()
+    used = sorted({f.code for f in analysis.findings})
+    driver_rules = [
+        {
+            "id": code,
+            "name": rules[code].name,
+            "shortDescription": {"text": rules[code].summary or rules[code].name},
+            "fullDescription": {"text": rules[code].why or rules[code].summary},
+            "help": {"text": rules[code].fix or ""},
+            "defaultConfiguration": {"level": SARIF_LEVEL[rules[code].severity]},
+        }
+        for code in used
+        if code in rules
+    ]
+    results: list[dict[str, Any]] = []
+    for f in analysis.findings:
+        result: dict[str, Any] = {
+            "ruleId": f.code,
+            "level": SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+        }
+        if f.evidence:
+            result["locations"] = [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": ev.source},
+                        "region": {"startLine": ev.line, "snippet": {"text": ev.text}},
+                    }
+                }
+                for ev in f.evidence
+            ]
+        results.append(result)
+    sarif = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "ncclscope",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/ncclscope/",
+                        "rules": driver_rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(sarif, indent=2)
+
+
+def print_rule_list(console: Console) -> None:
+    for code, r in all_rules().items():
+        console.print(f"[bold]{code}[/] {r.name:28} [{STYLE[r.severity]}]{r.severity:7}[/] {escape(r.summary)}")
+
+
+def print_rule(code: str, console: Console) -> bool:
+    r = all_rules().get(code.upper())
+    if r is None:
+        return False
+    console.print(f"[bold]{r.code} {r.name}[/] (default severity: {r.severity})")
+    console.print()
+    console.print(escape(r.summary))
+    if r.needs:
+        console.print(f"\n[bold]Needs:[/] {', '.join(r.needs)}")
+    if r.why:
+        console.print(f"\n[bold]Why it matters:[/] {escape(r.why)}")
+    if r.fix:
+        console.print(f"\n[bold]How to fix:[/] {escape(r.fix)}")
+    if r.sources:
+        console.print("\n[bold]Sources:[/]")
+        for source in r.sources:
+            console.print(f"  - {escape(source)}")
+    return True

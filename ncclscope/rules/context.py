@@ -1,0 +1,103 @@
+"""What a rule sees: the Case, the detected platform and bandwidth judgements, and small helpers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ncclscope.model import BandwidthJudgement, Case, EnvSetting, Evidence, NcclMessage, Platform
+
+EVIDENCE_SHOWN = 5  # representative lines per finding; the count says how many there are
+
+GRAPH_FAMILIES = frozenset(
+    {"system_header", "topo_node", "topo_link", "pattern", "graph_channel", "graph_ring", "graph_tree"}
+)
+TUNING_FAMILIES = frozenset(
+    {"tuning_choice", "tuning_row", "tuning_algorithm", "tuning_protocol", "tuning_nthreads", "tuning_header_old"}
+)
+
+# Evidence a rule may need, and how to get it when it is missing (EVD001 quotes this).
+NEEDS: dict[str, str] = {
+    "nccl_log": "an NCCL log: run with NCCL_DEBUG=INFO (ncclscope run does it for you)",
+    "connections": "connection lines: NCCL_DEBUG=INFO with the INIT subsystem, from communicator setup",
+    "graph": "GRAPH lines: NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING",
+    "tuning": "TUNING lines: NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING",
+    "topology": "a topology matrix: the output of `nvidia-smi topo -m` on each host",
+    "nccl_tests": "a benchmark: nccl-tests output (all_reduce_perf -b 8 -e 8G -f 2) or `ncclscope run`",
+    "version": "the NCCL version line: NCCL_DEBUG=INFO (NCCL 2.22+ prints it on every rank)",
+    "init": "communicator init lines (Init START/COMPLETE): NCCL_DEBUG=INFO",
+    "platform": "what the hardware is: nccl-tests device lines or `nvidia-smi topo -m` with the log",
+}
+
+
+@dataclass
+class Context:
+    case: Case
+    platform: Platform = field(default_factory=Platform)
+    bandwidth: list[BandwidthJudgement] = field(default_factory=list)
+
+    # ------------------------------------------------------------------------------ evidence
+    @cached_property
+    def families(self) -> set[str]:
+        return {f for s in self.case.sources for f in s.families}
+
+    def has(self, need: str) -> bool:
+        case = self.case
+        checks = {
+            "nccl_log": lambda: any("nccl_log" in s.kinds for s in case.sources),
+            "connections": lambda: case.connections.total > 0,
+            "graph": lambda: bool(self.families & GRAPH_FAMILIES),
+            "tuning": lambda: bool(self.families & TUNING_FAMILIES),
+            "topology": lambda: bool(case.topologies),
+            "nccl_tests": lambda: bool(case.benchmarks),
+            "version": lambda: bool(case.nccl_versions),
+            "init": lambda: bool(case.communicators),
+            "platform": lambda: self.platform.key is not None,
+        }
+        return checks[need]()
+
+    # ------------------------------------------------------------------------------- helpers
+    @cached_property
+    def hosts(self) -> list[str]:
+        """Hosts of the job: from the log, else from nccl-tests device lines."""
+        names = [h.name for h in self.case.hosts if h.name]
+        if not names:
+            names = sorted({d.host for run in self.case.benchmarks for d in run.devices if d.host})
+        return names
+
+    @property
+    def multi_host(self) -> bool:
+        if len(self.hosts) > 1:
+            return True
+        return any((c.nnodes or 0) > 1 for c in self.case.communicators)
+
+    def env(self, name: str) -> list[EnvSetting]:
+        return [e for e in self.case.env if e.name == name]
+
+    def warnings(self, family: str | None = None, text: str | re.Pattern[str] | None = None) -> list[NcclMessage]:
+        """WARN lines (and error families logged at INFO) by family and/or message pattern."""
+        pattern = re.compile(text) if isinstance(text, str) else text
+        return [
+            w
+            for w in self.case.warnings
+            if (family is None or w.family == family) and (pattern is None or pattern.search(w.message))
+        ]
+
+    def messages(self, family: str) -> list[NcclMessage]:
+        return [m for m in self.case.messages if m.family == family]
+
+
+def shown(items: Iterable[Evidence], limit: int = EVIDENCE_SHOWN) -> list[Evidence]:
+    """A few representative lines: distinct lines, in input order."""
+    seen: set[tuple[str, int]] = set()
+    out: list[Evidence] = []
+    for item in sorted(items, key=lambda e: (e.source, e.line)):
+        key = (item.source, item.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+        if len(out) >= limit:
+            break
+    return out

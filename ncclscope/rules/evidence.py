@@ -1,0 +1,43 @@
+"""EVD001: say which rules could not judge, and what to add to the inputs, instead of passing silently."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ncclscope.model import Finding
+from ncclscope.rules.context import NEEDS, Context
+from ncclscope.rules.registry import make_finding, rule
+
+# Without any NCCL log, the log rules have nothing to look at; say so once, plainly.
+ORDER = ["nccl_log", "version", "init", "connections", "graph", "tuning", "topology", "nccl_tests", "platform"]
+
+
+@rule("EVD001", "missing-evidence", severity="info")
+def missing_evidence(ctx: Context) -> Iterable[Finding]:
+    """Some rules could not judge because the inputs lack what they need.
+
+    Why: Most logs in tickets are taken with the default NCCL_DEBUG_SUBSYS, which hides the GRAPH,
+    NET and TUNING lines, and come without a topology matrix or a benchmark. A rule that cannot see
+    its evidence must not be read as a pass: this finding names the rules that could not judge and
+    what to add.
+
+    Fix: Re-run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING, add the output of
+    `nvidia-smi topo -m` from each host and an nccl-tests run up to 8 GiB (`ncclscope run` collects
+    all of it).
+
+    Sources: landscape.md section 4.2 and 6.1 (default subsystem masks; maintainers ask for
+    INIT,ENV,GRAPH,NET,TUNING, nccl#1801)
+    """
+    unjudged: dict[str, list[str]] = getattr(ctx, "unjudged", {})
+    for need in sorted(unjudged, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
+        codes = sorted(set(unjudged[need]))
+        if need == "version" and not ctx.has("nccl_log"):
+            continue  # already covered by the missing log
+        if need != "nccl_log" and not ctx.has("nccl_log") and need in ("init", "connections", "graph", "tuning"):
+            continue
+        yield make_finding(
+            "EVD001",
+            "info",
+            f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs have no {NEEDS[need].split(':')[0]}",
+            fix=f"Add {NEEDS[need]}.",
+        )
