@@ -308,8 +308,10 @@ def measure_lark(path: str, size_mb: float, sample: int) -> Row:
     return Row(name, seconds=size_mb / rate, mb_per_s=rate, note=note)
 
 
-def ncclscope_cmd(paths: list[str], jobs: int | None = None) -> list[str]:
-    cmd = [sys.executable, "-m", "ncclscope", "parse", "--format", "json"]
+def ncclscope_cmd(paths: list[str], jobs: int | None = None, command: str = "parse") -> list[str]:
+    cmd = [sys.executable, "-m", "ncclscope", command, "--format", "json"]
+    if command == "analyze":
+        cmd += ["--fail-on", "never"]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
     return cmd + paths
@@ -318,6 +320,12 @@ def ncclscope_cmd(paths: list[str], jobs: int | None = None) -> list[str]:
 def measure_ncclscope(path: str, size_mb: float, repeat: int) -> Row:
     run = run_best(ncclscope_cmd([path]), repeat)
     return timed_row("ncclscope parse --format json", run, size_mb)
+
+
+def measure_analyze(path: str, size_mb: float, repeat: int) -> Row:
+    """`analyze` = parse + rules: the rules must cost little (within 20% of parse)."""
+    run = run_best(ncclscope_cmd([path], command="analyze"), repeat)
+    return timed_row("ncclscope analyze --format json", run, size_mb)
 
 
 def measure_scaling(paths: list[str], jobs: int, repeat: int) -> tuple[Row, Row]:
@@ -390,7 +398,9 @@ def render_table(rows: list[Row]) -> str:
     return "\n".join([line(header), sep, *(line(b) for b in body)])
 
 
-def target_lines(main: Row, scaling: Row | None, size_mb: float, jobs: int) -> list[str]:
+def target_lines(
+    main: Row, scaling: Row | None, size_mb: float, jobs: int, analyze: Row | None = None
+) -> list[str]:
     """The targets next to the measured figures, with PASS/MISS."""
     cores = os.cpu_count() or 1
 
@@ -406,10 +416,15 @@ def target_lines(main: Row, scaling: Row | None, size_mb: float, jobs: int) -> l
     scale = f"n/a (cpu_count={cores})"
     if scaling is not None and scaling.note.startswith("speedup"):
         scale = f"{scaling.note.split(';')[0]}, --jobs {jobs}, cpu_count={cores}"
+    rules = "n/a"
+    if analyze is not None and analyze.seconds and main.seconds:
+        overhead = analyze.seconds / main.seconds - 1
+        rules = f"analyze takes {100 * overhead:+.0f}% vs parse {verdict(overhead <= 0.20)}"
     items = [
         (f"single process >= {TARGET_MB_S:g} MB/s", speed),
         (f"peak RSS < {TARGET_RSS_MB:g} MB at 1 GB", rss),
         ("scaling close to linear over cores", scale),
+        ("rules within 20% of parse", rules),
     ]
     width = max(len(label) for label, _ in items)
     return ["targets:", *(f"  {label.ljust(width)} : {value}" for label, value in items)]
@@ -445,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
         measure_ncclscope(log, size_mb, args.repeat),
     ]
     main_row = rows[-1]
+    analyze_row = measure_analyze(log, size_mb, args.repeat)
+    rows.append(analyze_row)
     scaling_row: Row | None = None
     if args.jobs > 1:
         parts = ensure_log(workdir, args.size_mb, args.seed, args.jobs)
@@ -456,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
                 r.vs_ncclscope = r.mb_per_s / main_row.mb_per_s
 
     table = render_table(rows)
-    targets = target_lines(main_row, scaling_row, size_mb, args.jobs)
+    targets = target_lines(main_row, scaling_row, size_mb, args.jobs, analyze_row)
     print(f"\nncclscope benchmark: {size_mb:.1f} MB synthetic NCCL log (1024 ranks, 128 hosts), cpu_count={cores}\n")
     print(table)
     print()

@@ -134,7 +134,7 @@ def analyze(
 
     outcome = read_case(paths, jobs)
     _report_problems(outcome.messages)
-    analysis = run_rules(outcome.case, _split(select), _split(ignore))
+    analysis = run_rules(outcome.case, select, ignore)
     if output_format is AnalyzeFormat.text:
         if output is None:
             render.print_text(analysis, Console(highlight=False, soft_wrap=True))
@@ -150,13 +150,6 @@ def analyze(
     if outcome.exit_code == EXIT_UNUSABLE and not analysis.findings:
         raise typer.Exit(EXIT_UNUSABLE)
     raise typer.Exit(_findings_exit(analysis.summary, fail_on, outcome.exit_code))
-
-
-def _split(values: list[str] | None) -> list[str] | None:
-    """--select NET,GDR and --select NET --select GDR mean the same."""
-    if not values:
-        return None
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 def _findings_exit(summary: dict[str, int], fail_on: FailOn, read_status: int) -> int:
@@ -205,21 +198,22 @@ def schema(
 
 @app.command()
 def demo() -> None:
-    """Parse the bundled multi-host example and show what ncclscope makes of it."""
+    """Analyze the bundled multi-host example (a job with several real problems) and show the findings."""
     from ncclscope.demo import demo_inputs
+    from ncclscope.engine import analyze as run_rules
+    from ncclscope.render import findings as render
 
     paths = [str(p) for p in demo_inputs()]
     if not paths:
         _report_problems(["the bundled example is missing from this installation"])
         raise typer.Exit(EXIT_UNUSABLE)
     console = Console(highlight=False, soft_wrap=True)
-    console.print(f"ncclscope {__version__}: parsing the bundled example {', '.join(Path(p).name for p in paths)}\n")
+    names = ", ".join(Path(p).name for p in paths)
+    console.print(f"Analyzing the bundled example {names}: a 16-rank job on two hosts.")
+    console.print(f"(the same as: ncclscope analyze {' '.join(paths)})\n")
     outcome = read_case(paths, jobs=1)
     _report_problems(outcome.messages)
-    from ncclscope.render.summary import print_summary
-
-    print_summary(outcome.case, console)
-    raise typer.Exit(outcome.exit_code)
+    render.print_text(run_rules(outcome.case), console)
 
 
 @app.command()

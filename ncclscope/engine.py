@@ -13,7 +13,8 @@ def selected(rules: dict[str, Rule], select: list[str] | None, ignore: list[str]
     """ruff-style: codes or prefixes (NET, NET001); --ignore wins over --select."""
 
     def matches(code: str, patterns: list[str]) -> bool:
-        return any(code.startswith(p.strip().upper()) for p in patterns if p.strip())
+        parts = [part.strip().upper() for p in patterns for part in p.split(",") if part.strip()]
+        return any(code.startswith(part) for part in parts)
 
     chosen = {c: r for c, r in rules.items() if not select or matches(c, select)}
     return {c: r for c, r in chosen.items() if not ignore or not matches(c, ignore)}

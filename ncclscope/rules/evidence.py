@@ -35,9 +35,10 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
             continue  # already covered by the missing log
         if need != "nccl_log" and not ctx.has("nccl_log") and need in ("init", "connections", "graph", "tuning"):
             continue
+        what = NEEDS[need].split(":")[0]
         yield make_finding(
             "EVD001",
             "info",
-            f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs have no {NEEDS[need].split(':')[0]}",
+            f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs have no {what}",
             fix=f"Add {NEEDS[need]}.",
         )

@@ -1,0 +1,160 @@
+"""`ncclscope analyze` and `ncclscope rules`: options, formats and exit codes, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+from ncclscope.engine import analyze, selected
+from ncclscope.reading import read_case
+from ncclscope.rules.registry import all_rules
+
+DEMO = "fixtures/mixed/multi_host_job_problems.txt"
+HEALTHY = "fixtures/nccl/v2_28_healthy_multinode_gdr.log"
+MATRIX_ONLY = "fixtures/topo/gpu_only_2gpu.txt"
+
+
+def analysis_json(*args: str) -> tuple[int, dict]:
+    proc = run_cli("analyze", "--format", "json", *args)
+    assert "Traceback" not in proc.stderr.decode()
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_json_output_has_findings_with_evidence_and_the_case() -> None:
+    _, data = analysis_json("--fail-on", "never", DEMO)
+    assert set(data) >= {"findings", "case", "summary", "platform", "bandwidth"}
+    assert data["case"]["sources"][0]["path"] == DEMO
+    for finding in data["findings"]:
+        assert {"code", "name", "severity", "message", "evidence"} <= set(finding)
+        for ev in finding["evidence"]:
+            assert set(ev) == {"source", "line", "text"}
+
+
+def test_findings_are_ordered_by_severity() -> None:
+    _, data = analysis_json("--fail-on", "never", DEMO)
+    order = {"error": 0, "warning": 1, "info": 2}
+    severities = [order[f["severity"]] for f in data["findings"]]
+    assert severities == sorted(severities)
+
+
+def test_fail_on_never_exits_zero_even_with_errors() -> None:
+    code, data = analysis_json("--fail-on", "never", DEMO)
+    assert code == 0
+
+
+def test_fail_on_error_exits_one_when_an_error_is_found() -> None:
+    code, data = analysis_json(DEMO)
+    assert code == (1 if data["summary"].get("error") else 0)
+
+
+def test_fail_on_warning_counts_warnings_too() -> None:
+    code, data = analysis_json("--fail-on", "warning", DEMO)
+    summary = data["summary"]
+    assert code == (1 if summary.get("error") or summary.get("warning") else 0)
+
+
+def test_missing_input_exits_two() -> None:
+    proc = run_cli("analyze", "no/such/file.log")
+    assert proc.returncode == 2
+    assert "no such file" in proc.stderr.decode()
+
+
+def test_select_keeps_only_matching_codes() -> None:
+    _, data = analysis_json("--fail-on", "never", "--select", "EVD", MATRIX_ONLY)
+    assert data["findings"], "a lone matrix leaves most rules without evidence"
+    assert {f["code"] for f in data["findings"]} == {"EVD001"}
+
+
+def test_ignore_removes_codes_and_wins_over_select() -> None:
+    _, data = analysis_json("--fail-on", "never", "--select", "EVD", "--ignore", "EVD001", MATRIX_ONLY)
+    assert data["findings"] == []
+
+
+def test_selection_accepts_prefixes_and_comma_lists() -> None:
+    rules = all_rules()
+    chosen = selected(rules, ["evd001,NET"], None)
+    assert "EVD001" in chosen
+    assert all(code == "EVD001" or code.startswith("NET") for code in chosen)
+
+
+def test_missing_evidence_is_reported_not_passed_silently() -> None:
+    analysis = analyze(read_case([MATRIX_ONLY], jobs=1).case)
+    evd = [f for f in analysis.findings if f.code == "EVD001"]
+    assert evd
+    assert any("NCCL_DEBUG=INFO" in f.fix for f in evd)
+
+
+def test_markdown_output_fits_an_issue_comment() -> None:
+    proc = run_cli("analyze", "--format", "markdown", "--fail-on", "never", DEMO)
+    text = proc.stdout.decode()
+    assert text.startswith("## ncclscope")
+    if "### " in text:
+        assert "<details>" in text
+
+
+def test_sarif_output_is_sarif_2_1_0() -> None:
+    proc = run_cli("analyze", "--format", "sarif", "--fail-on", "never", DEMO)
+    sarif = json.loads(proc.stdout)
+    assert sarif["version"] == "2.1.0"
+    run = sarif["runs"][0]
+    assert run["tool"]["driver"]["name"] == "ncclscope"
+    rule_ids = {r["id"] for r in run["tool"]["driver"]["rules"]}
+    for result in run["results"]:
+        assert result["ruleId"] in rule_ids
+        assert result["level"] in ("error", "warning", "note")
+
+
+def test_output_file_is_written(tmp_path: Path) -> None:
+    target = tmp_path / "findings.json"
+    proc = run_cli("analyze", "--format", "json", "--fail-on", "never", "-o", str(target), DEMO)
+    assert proc.returncode == 0
+    assert json.loads(target.read_text())["findings"] is not None
+
+
+def test_text_output_names_the_codes_and_the_verdict() -> None:
+    proc = run_cli("analyze", "--fail-on", "never", DEMO)
+    text = proc.stdout.decode()
+    assert text.startswith("ncclscope ")
+    for finding in analysis_json("--fail-on", "never", DEMO)[1]["findings"]:
+        assert finding["code"] in text
+
+
+def test_rules_lists_every_rule_with_its_name() -> None:
+    proc = run_cli("rules")
+    text = proc.stdout.decode()
+    for code, rule in all_rules().items():
+        assert code in text and rule.name in text
+
+
+def test_rules_code_explains_one_rule() -> None:
+    proc = run_cli("rules", "evd001")
+    text = proc.stdout.decode()
+    assert "EVD001 missing-evidence" in text
+    assert "Why it matters" in text and "How to fix" in text
+
+
+def test_rules_unknown_code_exits_two() -> None:
+    proc = run_cli("rules", "XYZ999")
+    assert proc.returncode == 2
+    assert "no rule XYZ999" in proc.stderr.decode()
+
+
+def test_every_rule_is_documented() -> None:
+    for code, rule in all_rules().items():
+        assert rule.summary, code
+        assert rule.why and rule.fix, f"{code} lacks Why:/Fix: paragraphs"
+        assert rule.sources, f"{code} names no source"
+
+
+def test_schema_of_the_analysis_output() -> None:
+    proc = run_cli("schema", "analysis")
+    schema = json.loads(proc.stdout)
+    assert "findings" in schema["properties"] and "case" in schema["properties"]
+
+
+def test_demo_shows_findings() -> None:
+    proc = run_cli("demo")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    assert "Analyzing the bundled example" in text
