@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_cli
 from ncclscope.engine import analyze, selected
 from ncclscope.reading import read_case
 from ncclscope.rules.registry import all_rules
+
+from conftest import run_cli
 
 DEMO = "fixtures/mixed/multi_host_job_problems.txt"
 HEALTHY = "fixtures/nccl/v2_28_healthy_multinode_gdr.log"

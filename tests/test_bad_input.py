@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import REPO, run_cli
-
 from ncclscope.parse.source import parse_input
 from ncclscope.sources import InputFile
+
+from conftest import REPO, run_cli
 
 GOOD = "node1:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\nnode1:100:100 [0] NCCL INFO Using network IB\n"
 

@@ -12,9 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, fixture_files
 
 from ncclscope.reading import read_case
+
+from conftest import FIXTURES, REPO, fixture_files
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("NCCLSCOPE_UPDATE_GOLDEN") == "1"

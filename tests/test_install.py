@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO
 
 FIXTURE = REPO / "fixtures" / "nccl" / "v2_18_8xh100_nvswitch.log"
