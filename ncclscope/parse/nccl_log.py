@@ -65,9 +65,10 @@ class RecordShape:
     _decoder: Callable[[bytes], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def decode(self, line: bytes) -> dict[str, Any]:
-        """The fields of `line` as text (a closure built once per shape: no type tests per line)."""
+        """The fields of `line` as text; a shape decoded twice gets a closure (no type tests per line)."""
         if self._decoder is None:
             self._decoder = _decoder(self.fields)
+            return _decode(self.fields, line)  # many shapes serve one line: decode it directly
         return self._decoder(line)
 
     def __getstate__(self) -> tuple[Any, ...]:  # the decoder is a closure: rebuilt after unpickling
@@ -100,13 +101,14 @@ class LineShape:
 class Event:
     """One NCCL record that is not bulk. Fields are decoded from the raw line on first use."""
 
-    __slots__ = ("line", "raw", "shape", "_fields")
+    __slots__ = ("line", "raw", "shape", "_fields", "_origin")
 
     def __init__(self, line: int, raw: bytes, shape: RecordShape) -> None:
         self.line = line
         self.raw = raw
         self.shape = shape
         self._fields: dict[str, Any] | None = None
+        self._origin: tuple[str | None, int | None] | None = None
 
     @property
     def family(self) -> str:
@@ -134,14 +136,19 @@ class Event:
         span = self.shape.prefix.get(key)
         return self.raw[span[0] : span[1]].decode("utf-8", "replace") if span else None
 
+    def _host_pid(self) -> tuple[str | None, int | None]:
+        if self._origin is None:
+            pid = self._prefix("pid")
+            self._origin = (self._prefix("host"), int(pid) if pid else None)
+        return self._origin
+
     @property
     def host(self) -> str | None:
-        return self._prefix("host")
+        return self._host_pid()[0]
 
     @property
     def pid(self) -> int | None:
-        value = self._prefix("pid")
-        return int(value) if value else None
+        return self._host_pid()[1]
 
     @property
     def tid(self) -> int | None:
@@ -167,6 +174,7 @@ class Event:
     def __setstate__(self, state: tuple[int, bytes, RecordShape]) -> None:
         self.line, self.raw, self.shape = state
         self._fields = None
+        self._origin = None
 
 
 @dataclass
