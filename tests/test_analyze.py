@@ -62,8 +62,9 @@ def test_missing_input_exits_two() -> None:
 
 
 def test_select_keeps_only_matching_codes() -> None:
-    _, data = analysis_json("--fail-on", "never", "--select", "EVD", MATRIX_ONLY)
-    assert data["findings"], "a lone matrix leaves most rules without evidence"
+    # BW rules need a benchmark, which a lone matrix lacks: only EVD001 can speak
+    _, data = analysis_json("--fail-on", "never", "--select", "EVD,BW", MATRIX_ONLY)
+    assert data["findings"], "a lone matrix leaves the benchmark rules without evidence"
     assert {f["code"] for f in data["findings"]} == {"EVD001"}
 
 
