@@ -1,0 +1,296 @@
+"""NET001-NET007: which network NCCL uses between hosts and how it fails, judged through the real pipeline.
+
+The fixtures written for this family are in fixtures/net (see its README); the others come from
+fixtures/nccl and fixtures/mixed.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from ncclscope.engine import analyze
+from ncclscope.model import Finding
+from ncclscope.reading import read_case
+
+from conftest import run_cli
+
+NET = "fixtures/net"
+SINGLE_HOST_SOCKET = f"{NET}/single_host_socket.log"
+LIBIBVERBS_MISSING = f"{NET}/libibverbs_missing_two_hosts.log"
+BOOTSTRAP_DOCKER0 = f"{NET}/bootstrap_docker0_two_hosts.log"
+PLUGIN_MISMATCH = f"{NET}/plugin_mismatch_three_hosts.log"
+EFA_PLUGIN_FAILED = f"{NET}/efa_plugin_failed_socket.log"
+GDR_ONE_HOST_OFF = f"{NET}/ib_gdr_one_host_off.log"
+
+SOCKET_FALLBACK = "fixtures/nccl/v2_26_socket_fallback.log"
+HEALTHY_MULTINODE = "fixtures/nccl/v2_28_healthy_multinode_gdr.log"
+HEALTHY_NVSWITCH = "fixtures/nccl/v2_18_8xh100_nvswitch.log"
+HEALTHY_EFA = "fixtures/nccl/efa_aws_ofi.log"
+HEALTHY_IB_GDR = "fixtures/nccl/v2_12_two_hosts_ib_gdr.log"
+HEALTHY_MERGED = "fixtures/nccl/v2_21_multinode_ib_merged.log"
+COLLNET = "fixtures/nccl/v2_18_collnet_sharp.log"
+IB_ERRORS = "fixtures/nccl/errors_ib_completion.log"
+RUNTIME_ERRORS = "fixtures/nccl/errors_runtime.log"
+MIXED_NICS = "fixtures/nccl/rocm_roce_mixed_nics.log"
+LATEST = "fixtures/nccl/v2_30_7_latest.log"
+SHM_DOCKER0 = "fixtures/nccl/shm_instead_of_p2p.log"
+IB_DISABLED_ONE_HOST = "fixtures/nccl/debug_env_overrides.log"
+DEMO = "fixtures/mixed/multi_host_job_problems.txt"
+
+
+@cache
+def _findings(path: str) -> tuple[Finding, ...]:
+    return tuple(analyze(read_case([path], jobs=1).case).findings)
+
+
+def findings(path: str, code: str) -> list[Finding]:
+    return [f for f in _findings(path) if f.code == code]
+
+
+def lines(finding: Finding) -> list[int]:
+    return [e.line for e in finding.evidence]
+
+
+# ------------------------------------------------------------------------------------ NET001
+def test_net001_is_an_error_when_a_two_host_job_talks_over_sockets() -> None:
+    (finding,) = findings(SOCKET_FALLBACK, "NET001")
+    assert finding.severity == "error"
+    assert "every host (node-b01, node-b02; interface eth0)" in finding.message
+    assert "8 connection lines via NET/Socket" in finding.message
+    assert finding.hosts == ["node-b01", "node-b02"]
+    assert finding.ranks == [0, 1, 2, 3]
+    assert 20 in lines(finding)  # NET/Socket : Using [0]eth0
+
+
+def test_net001_names_only_the_host_on_sockets_when_the_other_uses_ib() -> None:
+    (finding,) = findings(DEMO, "NET001")
+    assert finding.severity == "error"
+    assert "gpu-demo-b (1 of 2 hosts; interfaces bond0, docker0)" in finding.message
+    assert finding.hosts == ["gpu-demo-b"]
+    assert finding.ranks == [8, 15]
+
+
+def test_net001_is_info_on_a_single_host_where_sockets_carry_nothing() -> None:
+    (finding,) = findings(SINGLE_HOST_SOCKET, "NET001")
+    assert finding.severity == "info"
+    assert "single-host job" in finding.message
+    assert "costs nothing here" in finding.message
+    assert "enp5s0" in finding.message
+    assert lines(finding) == [6]
+
+
+def test_a_single_host_socket_log_gives_only_the_net001_info() -> None:
+    codes = {f.code for f in _findings(SINGLE_HOST_SOCKET) if f.code.startswith(("NET", "GDR"))}
+    assert codes == {"NET001"}
+
+
+def test_net001_does_not_fire_on_rdma_jobs() -> None:
+    for path in (HEALTHY_MULTINODE, HEALTHY_NVSWITCH, HEALTHY_EFA, COLLNET):
+        assert findings(path, "NET001") == [], path
+
+
+# ------------------------------------------------------------------------------------ NET002
+def test_net002_decodes_missing_libibverbs_and_is_an_error_with_the_socket_fallback() -> None:
+    (finding,) = findings(LIBIBVERBS_MISSING, "NET002")
+    assert finding.severity == "error"
+    assert "libibverbs could not be loaded (4 lines)" in finding.message
+    assert "fell back to TCP sockets (NET/Socket) on trn-c11, trn-c12" in finding.message
+    assert finding.hosts == ["trn-c11", "trn-c12"]
+    assert lines(finding) == [5, 11, 17, 23]
+
+
+def test_net002_reports_no_ib_device_on_a_multi_host_socket_job() -> None:
+    (finding,) = findings(SOCKET_FALLBACK, "NET002")
+    assert finding.severity == "error"
+    assert "NET/IB found no device (4 lines)" in finding.message
+    assert lines(finding) == [18, 25, 32, 39]
+
+
+def test_net002_quotes_the_aws_ofi_nccl_failure() -> None:
+    (finding,) = findings(EFA_PLUGIN_FAILED, "NET002")
+    assert finding.severity == "error"
+    assert "aws-ofi-nccl could not initialize (`Couldn't open a fabric provider. RC: -61" in finding.message
+    assert "NET/IB found no device" in finding.message
+
+
+def test_net002_ignores_a_failed_probe_on_a_host_that_still_uses_efa() -> None:
+    assert findings(HEALTHY_EFA, "NET002") == []
+
+
+def test_net002_ignores_missing_ib_devices_and_ib_disable_on_a_single_host() -> None:
+    assert findings(SINGLE_HOST_SOCKET, "NET002") == []
+    assert findings(IB_DISABLED_ONE_HOST, "NET002") == []
+
+
+def test_net002_is_quiet_on_healthy_ib_jobs() -> None:
+    for path in (HEALTHY_MULTINODE, HEALTHY_IB_GDR, HEALTHY_MERGED):
+        assert findings(path, "NET002") == [], path
+
+
+# ------------------------------------------------------------------------------------ NET003
+def test_net003_flags_a_docker0_bootstrap_with_the_same_address_on_both_hosts() -> None:
+    (finding,) = findings(BOOTSTRAP_DOCKER0, "NET003")
+    assert finding.severity == "warning"
+    assert "bootstrap/out-of-band traffic uses docker0 (a Docker bridge" in finding.message
+    assert "docker0 has the same address 172.17.0.1 on dl-node-31, dl-node-32" in finding.message
+    assert "NCCL_SOCKET_IFNAME selects docker0" in finding.message
+    assert finding.hosts == ["dl-node-31", "dl-node-32"]
+    assert 1 in lines(finding)  # NCCL_SOCKET_IFNAME set by environment to docker0
+
+
+def test_net003_flags_docker0_in_the_socket_list_of_the_demo() -> None:
+    (finding,) = findings(DEMO, "NET003")
+    assert finding.severity == "warning"
+    assert finding.message.startswith("NET/Socket uses docker0")
+    assert "besides bond0; NCCL_SOCKET_IFNAME is not set" in finding.message
+    assert lines(finding) == [35]
+
+
+def test_net003_says_a_local_interface_is_harmless_on_one_host() -> None:
+    (finding,) = findings(SHM_DOCKER0, "NET003")
+    assert finding.severity == "warning"
+    assert finding.message.endswith("harmless while the job stays on one host")
+
+
+def test_net003_is_quiet_on_data_interfaces() -> None:
+    for path in (SOCKET_FALLBACK, HEALTHY_MULTINODE, HEALTHY_EFA, SINGLE_HOST_SOCKET):
+        assert findings(path, "NET003") == [], path
+
+
+# ------------------------------------------------------------------------------------ NET004
+def test_net004_flags_ib_and_roce_ports_and_a_bond_in_one_nic_list() -> None:
+    (finding,) = findings(MIXED_NICS, "NET004")
+    assert finding.severity == "warning"
+    assert "mixes link layers: IB (mlx5_0, mlx5_1) and RoCE (mlx5_bond_0, mlx5_4)" in finding.message
+    assert "bonded port mlx5_bond_0 next to rail NICs" in finding.message
+    assert "failed to connect incompatible devices" in finding.message
+    assert finding.hosts == ["gpu-m01", "gpu-m02"]
+    assert 64 in lines(finding)
+
+
+def test_net004_accepts_a_host_whose_ports_are_all_bonds_or_all_ib() -> None:
+    for path in (IB_ERRORS, HEALTHY_MULTINODE, HEALTHY_MERGED):
+        assert findings(path, "NET004") == [], path
+
+
+# ------------------------------------------------------------------------------------ NET005
+def test_net005_decodes_status_12_and_names_nic_rank_and_peer_host() -> None:
+    (finding,) = findings(LATEST, "NET005")
+    assert finding.severity == "error"
+    assert "status 12 RETRY_EXC_ERR on gpu-p02 NIC mlx5_1 (rank 3)" in finding.message
+    assert "from peer 10.9.4.21 (gpu-p01)" in finding.message
+    assert "transport retry counter exceeded" in finding.message
+    assert finding.ranks == [3]
+    assert lines(finding) == [124]
+
+
+def test_net005_reads_every_completion_error_format() -> None:
+    found = findings(IB_ERRORS, "NET005")
+    assert {f.hosts[0] for f in found} == {
+        "ib-old-03",
+        "ib-cl2-07",
+        "roce-gpu-11",
+        "ib-h100-21",
+        "ib-h100-34",
+        "roce-h100-52",
+        "ib-b200-61",
+        "roce-b200-71",
+    }
+    assert all(f.severity == "error" for f in found)
+    by_host = {f.hosts[0]: f.message for f in found}
+    assert "status 12 RETRY_EXC_ERR" in by_host["ib-b200-61"]  # 2.28.7 status=IBV_WC_RETRY_EXC_ERR(12)
+    assert "NIC mlx5_5" in by_host["ib-b200-61"]
+    assert "status 10 REM_ACCESS_ERR" in by_host["roce-b200-71"]
+    assert "status 5 WR_FLUSH_ERR" in by_host["ib-h100-34"]
+    assert "consequence of an earlier error" in by_host["ib-h100-34"]
+
+
+def test_net005_counts_each_completion_line_once() -> None:
+    for finding in findings(IB_ERRORS, "NET005"):
+        assert finding.evidence_count == 1
+
+
+def test_net005_is_quiet_without_completion_errors() -> None:
+    for path in (HEALTHY_MULTINODE, SOCKET_FALLBACK, RUNTIME_ERRORS):
+        assert findings(path, "NET005") == [], path
+
+
+# ------------------------------------------------------------------------------------ NET006
+def test_net006_groups_connection_retries_with_the_final_refusal() -> None:
+    found = findings(RUNTIME_ERRORS, "NET006")
+    refused = [f for f in found if "gpu-c05" in f.hosts]
+    (finding,) = refused
+    assert finding.severity == "error"
+    assert finding.message.startswith("Connection refused by 10.5.0.3, seen on gpu-c05 (3 lines)")
+    assert lines(finding) == [57, 58, 60]
+
+
+def test_net006_names_the_peer_that_closed_the_connection() -> None:
+    (finding,) = findings(SOCKET_FALLBACK, "NET006")
+    assert finding.severity == "error"
+    assert "Connection closed by remote peer node-b01.cluster.internal (node-b01)" in finding.message
+    assert "seen on node-b02 (ranks 2-3) (2 lines)" in finding.message
+    assert lines(finding) == [137, 143]
+
+
+def test_net006_reports_proxy_and_reset_errors_separately() -> None:
+    messages = [f.message for f in findings(LATEST, "NET006")]
+    assert any(m.startswith("Connection reset by peer 10.9.4.22 (gpu-p02), seen on gpu-p01") for m in messages)
+    assert any(m.startswith("Proxy error, seen on gpu-p02") for m in messages)
+
+
+def test_net006_does_not_name_a_host_for_an_address_every_host_has() -> None:
+    (finding,) = findings(BOOTSTRAP_DOCKER0, "NET006")
+    assert finding.message.startswith("Connection refused by 172.17.0.1, seen on dl-node-32 (rank 2) (4 lines)")
+
+
+def test_net006_is_quiet_on_healthy_logs() -> None:
+    for path in (HEALTHY_MULTINODE, HEALTHY_NVSWITCH, HEALTHY_EFA, LIBIBVERBS_MISSING):
+        assert findings(path, "NET006") == [], path
+
+
+# ------------------------------------------------------------------------------------ NET007
+def test_net007_names_the_host_that_differs_from_the_majority() -> None:
+    (finding,) = findings(PLUGIN_MISMATCH, "NET007")
+    assert finding.severity == "error"
+    assert "gpu-x03 uses network IB while the other 2 hosts use IBext" in finding.message
+    assert "gpu-x03 uses net plugin internal while the other 2 hosts use plugin IBext" in finding.message
+    assert finding.hosts == ["gpu-x03"]
+    assert 14 in lines(finding)  # the plugin load failure of gpu-x03
+
+
+def test_net007_lists_both_sides_when_two_hosts_disagree() -> None:
+    (finding,) = findings(DEMO, "NET007")
+    assert "gpu-demo-a uses network IB while gpu-demo-b uses Socket" in finding.message
+    assert finding.hosts == ["gpu-demo-a", "gpu-demo-b"]
+
+
+def test_net007_is_quiet_when_every_host_matches() -> None:
+    for path in (HEALTHY_MULTINODE, HEALTHY_EFA, COLLNET, SOCKET_FALLBACK):
+        assert findings(path, "NET007") == [], path
+
+
+# ------------------------------------------------------------------------------------ all
+def test_no_net_error_on_healthy_fixtures() -> None:
+    for path in (HEALTHY_MULTINODE, HEALTHY_NVSWITCH, HEALTHY_EFA, HEALTHY_IB_GDR, HEALTHY_MERGED, COLLNET):
+        errors = [f for f in _findings(path) if f.code.startswith("NET") and f.severity == "error"]
+        assert errors == [], path
+
+
+def test_cli_json_reports_the_socket_fallback_story() -> None:
+    proc = run_cli("analyze", "--format", "json", "--select", "NET", "--fail-on", "never", LIBIBVERBS_MISSING)
+    assert proc.returncode == 0
+    data = json.loads(proc.stdout)
+    by_code = {f["code"]: f for f in data["findings"]}
+    assert set(by_code) == {"NET001", "NET002"}
+    assert by_code["NET002"]["severity"] == "error"
+    assert by_code["NET002"]["root_cause"] is True
+    assert "NET001" in by_code["NET002"]["related"]
+    assert by_code["NET001"]["name"] == "socket-transport"
+    assert by_code["NET001"]["evidence"][0] == {
+        "source": LIBIBVERBS_MISSING,
+        "line": 6,
+        "text": "trn-c11:20411:20411 [0] NCCL INFO NET/Socket : Using [0]eth0:10.60.2.11<0>",
+    }
+    assert by_code["NET001"]["sources"]
