@@ -70,6 +70,7 @@ ERROR_FAMILIES = frozenset(
         "socket_no_interface",
         "ib_async_event",
         "ib_incompatible_devices",
+        "ibverbs_missing",
     }
 )
 NOTABLE_FAMILIES = frozenset(
@@ -89,6 +90,8 @@ NOTABLE_FAMILIES = frozenset(
         "launch_mode",
         "ras",
         "net_ofi",
+        "topo_detection",
+        "check_p2p_type",
     }
 )
 
@@ -135,6 +138,7 @@ class _Builder:
     versions: set[str] = field(default_factory=set)
     members: dict[tuple[str, int | None, str | None, int | None], CommRank] = field(default_factory=dict)
     bare_versions: dict[str, str] = field(default_factory=dict)  # source -> version of its bare banner
+    warned: set[tuple[str, int, tuple[int, int]]] = field(default_factory=set)
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
@@ -234,6 +238,10 @@ def _message(event: Event, f: dict[str, Any], path: str) -> NcclMessage:
 
 def _add_message(b: _Builder, event: Event, f: dict[str, Any], path: str, warning: bool) -> None:
     if warning:
+        key = (path, event.line, event.shape.span)
+        if key in b.warned:  # a handler already recorded this WARN (with its fields)
+            return
+        b.warned.add(key)
         b.case.warning_count += 1
         if b.warnings_per_family[event.family] >= WARNINGS_PER_FAMILY:
             return
@@ -709,7 +717,7 @@ def _hosts(case: Case, edges: dict[tuple, list]) -> list[Host]:
     gdr: dict[str, set[bool]] = defaultdict(set)
     for full in edges:
         host, transport, gdr_flag = full[1], full[3], full[9]
-        if transport.startswith("NET/") and host is not None:
+        if transport.startswith("NET/") and transport != "NET/Socket" and host is not None:  # GDR is RDMA's
             gdr[host].add(gdr_flag)
     hosts: dict[str, Host] = {}
     for proc in case.processes:
