@@ -63,6 +63,9 @@ STORIES: list[tuple[str, list[str]]] = [
     ("VER001", ["RUN001"]),
     ("NET007", ["RUN001"]),
     ("BW004", ["BW001"]),
+    ("GDR002", ["BW001"]),
+    ("NET003", ["NET006", "RUN001"]),
+    ("NET005", ["NET006"]),
 ]
 
 
