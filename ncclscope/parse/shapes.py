@@ -42,9 +42,7 @@ class ShapeMover:
     def _prepare(self) -> list[Span]:
         values = [m.span() for m in VALUE_RE.finditer(self.exemplar)]
         spans = self.field_spans
-        self._fixed = [
-            i for i, (a, b) in enumerate(values) if not any(fa <= a and b <= fb for fa, fb in spans)
-        ]
+        self._fixed = [i for i, (a, b) in enumerate(values) if not any(fa <= a and b <= fb for fa, fb in spans)]
         self._value_starts = [a for a, _ in values]
         self._values = values
         return values

@@ -81,7 +81,9 @@ def _documentation(func: RuleFunc) -> tuple[str, str, str, list[str]]:
 
 def _split_top_level(text: str) -> list[str]:
     """Split 'a; b (c; d); e' on the semicolons outside parentheses."""
-    items, depth, current = [], 0, []
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         depth += (char == "(") - (char == ")")
         if char == ";" and depth == 0:

@@ -1,0 +1,158 @@
+"""ENV001 and ENV002: NCCL_* settings, judged through the real pipeline.
+
+Fixtures of this family are in fixtures/runtime (see its README); the others come from
+fixtures/nccl, fixtures/mixed and fixtures/topo.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from ncclscope.engine import analyze
+from ncclscope.model import Finding
+from ncclscope.reading import read_case
+from ncclscope.rules.env import KNOBS
+
+from conftest import REPO, run_cli
+
+DEBUG_ENV = str(REPO / "fixtures/nccl/debug_env_overrides.log")
+H100_MATRIX = str(REPO / "fixtures/topo/h100_8gpu_nic_legend_tabs.txt")
+EXTRA_ENV = str(REPO / "fixtures/runtime/three_hosts_extra_env.log")
+SAME_ENV = str(REPO / "fixtures/runtime/three_hosts_same_env.log")
+DEMO = str(REPO / "fixtures/mixed/multi_host_job_problems.txt")
+HEALTHY_NVSWITCH = str(REPO / "fixtures/nccl/v2_18_8xh100_nvswitch.log")
+HEALTHY_MULTINODE = str(REPO / "fixtures/nccl/v2_28_healthy_multinode_gdr.log")
+TWO_HOSTS_IB = str(REPO / "fixtures/nccl/v2_12_two_hosts_ib_gdr.log")
+EFA = str(REPO / "fixtures/nccl/efa_aws_ofi.log")
+SEED_SINGLE_HOST_IB_OFF = Path(REPO).parent / "shared" / "seeds" / "002_0bad1d865d8e9f7b.txt"
+
+
+@cache
+def _findings(*paths: str) -> tuple[Finding, ...]:
+    return tuple(analyze(read_case(list(paths), jobs=1).case).findings)
+
+
+def findings(code: str, *paths: str) -> list[Finding]:
+    return [f for f in _findings(*paths) if f.code == code]
+
+
+def by_variable(code: str, *paths: str) -> dict[str, Finding]:
+    return {f.message.split("=")[0]: f for f in findings(code, *paths)}
+
+
+# ------------------------------------------------------------------------------------ ENV001
+def test_seed_single_host_ib_disable_is_a_warning_that_says_it_does_not_affect_this_run() -> None:
+    if not SEED_SINGLE_HOST_IB_OFF.exists():
+        pytest.skip("seed not present")
+    found = by_variable("ENV001", str(SEED_SINGLE_HOST_IB_OFF))
+    ib = found["NCCL_IB_DISABLE"]
+    assert ib.severity == "warning"
+    assert "single-host" in ib.message
+    assert "does not affect this run" in ib.message
+    assert "several hosts" in ib.message
+
+
+def test_debug_overrides_without_hardware_evidence_are_warnings_one_per_variable() -> None:
+    found = by_variable("ENV001", DEBUG_ENV)
+    for name in (
+        "NCCL_IB_DISABLE",
+        "NCCL_P2P_DISABLE",
+        "NCCL_P2P_LEVEL",
+        "NCCL_NVLS_ENABLE",
+        "NCCL_ALGO",
+        "NCCL_PROTO",
+        "NCCL_MAX_NCHANNELS",
+        "NCCL_NTHREADS",
+        "NCCL_BUFFSIZE",
+        "NCCL_NET_GDR_LEVEL",
+    ):
+        assert found[name].severity == "warning", name
+    assert not [f for f in findings("ENV001", DEBUG_ENV) if f.severity == "error"]
+    assert len(findings("ENV001", DEBUG_ENV)) == 14  # one per variable/value of the log
+
+
+def test_finding_names_host_process_count_and_the_env_line() -> None:
+    p2p = by_variable("ENV001", DEBUG_ENV)["NCCL_P2P_DISABLE"]
+    assert p2p.message.startswith("NCCL_P2P_DISABLE=1 on dgx-h100-09 (1 process)")
+    assert p2p.hosts == ["dgx-h100-09"]
+    assert [e.line for e in p2p.evidence] == [19]
+
+
+def test_switching_p2p_and_nvls_off_on_an_nvlink_nvswitch_host_is_an_error() -> None:
+    found = by_variable("ENV001", DEBUG_ENV, H100_MATRIX)
+    assert found["NCCL_P2P_DISABLE"].severity == "error"
+    assert "NV18" in found["NCCL_P2P_DISABLE"].message
+    assert found["NCCL_P2P_LEVEL"].severity == "error"
+    assert found["NCCL_NVLS_ENABLE"].severity == "error"
+
+
+def test_ib_disable_stays_a_warning_on_a_single_host_even_with_rdma_nics() -> None:
+    ib = by_variable("ENV001", DEBUG_ENV, H100_MATRIX)["NCCL_IB_DISABLE"]
+    assert ib.severity == "warning"
+    assert "single-host" in ib.message
+
+
+def test_tuning_knobs_are_info() -> None:
+    found = by_variable("ENV001", TWO_HOSTS_IB)
+    assert {name: f.severity for name, f in found.items()} == {"NCCL_IB_HCA": "info", "NCCL_IB_TIMEOUT": "info"}
+    assert by_variable("ENV001", EFA)["NCCL_TOPO_FILE"].severity == "info"
+    assert by_variable("ENV001", DEBUG_ENV)["NCCL_SOCKET_IFNAME"].severity == "info"
+
+
+def test_fix_mentions_the_configuration_files_nccl_reads() -> None:
+    fix = by_variable("ENV001", DEBUG_ENV)["NCCL_ALGO"].fix
+    assert "/etc/nccl.conf" in fix and "NCCL_CONF_FILE" in fix
+
+
+def test_knob_table_classifies_the_documented_debugging_and_tuning_variables() -> None:
+    for name in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE", "NCCL_ALGO", "NCCL_PROTO"):
+        assert KNOBS[name].kind == "debug"
+    for name in ("NCCL_IB_QPS_PER_CONNECTION", "NCCL_CROSS_NIC", "NCCL_MIN_CTAS", "NCCL_IB_PCI_RELAXED_ORDERING"):
+        assert KNOBS[name].kind == "tuning"
+
+
+def test_no_env001_above_info_on_healthy_logs() -> None:
+    for path in (HEALTHY_NVSWITCH, HEALTHY_MULTINODE, TWO_HOSTS_IB, SAME_ENV):
+        assert all(f.severity == "info" for f in findings("ENV001", path)), path
+
+
+# ------------------------------------------------------------------------------------ ENV002
+def test_variable_set_on_one_host_only_is_reported_with_the_hosts_that_lack_it() -> None:
+    algo = [f for f in findings("ENV002", EXTRA_ENV) if f.message.startswith("NCCL_ALGO")]
+    assert len(algo) == 1
+    assert algo[0].severity == "warning"
+    assert algo[0].message.startswith("NCCL_ALGO=Tree is set on gpu-r03 (2 processes) but not on gpu-r01, gpu-r02")
+    assert algo[0].hosts == ["gpu-r01", "gpu-r02", "gpu-r03"]
+
+
+def test_different_values_are_reported_with_which_hosts_have_which() -> None:
+    timeout = [f for f in findings("ENV002", EXTRA_ENV) if f.message.startswith("NCCL_IB_TIMEOUT")]
+    assert len(timeout) == 1
+    assert "18 on gpu-r03 (2 processes)" in timeout[0].message
+    assert "22 on gpu-r01, gpu-r02 (4 processes)" in timeout[0].message
+
+
+def test_identical_settings_on_every_host_are_not_reported() -> None:
+    assert findings("ENV002", SAME_ENV) == []
+    assert findings("ENV002", TWO_HOSTS_IB) == []
+    assert findings("ENV002", HEALTHY_NVSWITCH) == []
+
+
+def test_demo_job_reports_the_timeout_set_on_one_host() -> None:
+    (finding,) = findings("ENV002", DEMO)
+    assert "NCCL_IB_TIMEOUT=22 is set on gpu-demo-a" in finding.message
+    assert "gpu-demo-b" in finding.message
+
+
+def test_cli_json_carries_env_findings() -> None:
+    result = run_cli("analyze", "--format", "json", EXTRA_ENV)
+    data = json.loads(result.stdout)
+    codes = [(f["code"], f["severity"]) for f in data["findings"]]
+    assert ("ENV002", "warning") in codes
+    assert ("ENV001", "warning") in codes
+    env002 = [f for f in data["findings"] if f["code"] == "ENV002"]
+    assert all(f["evidence"] and f["evidence"][0]["source"].endswith("three_hosts_extra_env.log") for f in env002)

@@ -1,0 +1,227 @@
+"""RUN001-RUN006: init that does not complete and runtime errors, judged through the real pipeline."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from ncclscope.engine import analyze
+from ncclscope.model import Finding
+from ncclscope.reading import read_case
+from ncclscope.rules.run import COVERED_ELSEWHERE, covered_by
+
+from conftest import REPO, run_cli
+
+
+def fx(name: str) -> str:
+    return str(REPO / "fixtures" / name)
+
+
+INIT_INCOMPLETE = fx("nccl/init_incomplete_two_hosts.log")
+INIT_CUT = fx("runtime/init_cut_mid_record.log")
+GLUED = fx("nccl/variant_glued_records.log")
+BARE_RANK_TAG = fx("nccl/variant_bare_rank_tag.log")
+PASTE_MIDLINE = fx("nccl/variant_paste_starts_midline.log")
+RUNTIME_ERRORS = fx("nccl/errors_runtime.log")
+IB_ERRORS = fx("nccl/errors_ib_completion.log")
+MIXED_NICS = fx("nccl/rocm_roce_mixed_nics.log")
+IMEX = fx("runtime/mnnvl_imex_not_permitted.log")
+WATCHDOG = fx("runtime/pytorch_watchdog_timeout.log")
+TORCH_HEALTHY = fx("runtime/pytorch_healthy_run.log")
+TORCHRUN_PREFIX = fx("nccl/variant_torchrun_prefix.log")
+SOCKET_FALLBACK = fx("nccl/v2_26_socket_fallback.log")
+HEALTHY = [
+    fx("nccl/v2_18_8xh100_nvswitch.log"),
+    fx("nccl/v2_28_healthy_multinode_gdr.log"),
+    fx("nccl/v2_12_two_hosts_ib_gdr.log"),
+    fx("nccl/v2_4_two_hosts_ib.log"),
+    fx("nccl/v2_10_dgx1_v100_indirect.log"),
+    fx("nccl/debug_env_overrides.log"),
+    fx("runtime/three_hosts_same_env.log"),
+    fx("nccl_tests/one_rank_busbw_zero.txt"),
+]
+
+
+@cache
+def _findings(path: str) -> tuple[Finding, ...]:
+    return tuple(analyze(read_case([path], jobs=1).case).findings)
+
+
+def findings(path: str, code: str) -> list[Finding]:
+    return [f for f in _findings(path) if f.code == code]
+
+
+# ------------------------------------------------------------------------------------ RUN001
+def test_ranks_with_start_but_no_complete_are_an_error_naming_them() -> None:
+    (finding,) = findings(INIT_INCOMPLETE, "RUN001")
+    assert finding.severity == "error"
+    assert "ranks 5-7 on node-k42 logged Init START but no Init COMPLETE" in finding.message
+    assert "5 of the 8 ranks in the inputs completed" in finding.message
+    assert "no WARN" in finding.message
+    assert finding.ranks == [5, 6, 7]
+    assert finding.hosts == ["node-k42"]
+
+
+def test_an_input_cut_mid_record_makes_it_a_warning() -> None:
+    (finding,) = findings(INIT_CUT, "RUN001")
+    assert finding.severity == "warning"
+    assert "ranks 2-3 on gpu-t07" in finding.message
+    assert "looks cut" in finding.message and ":55" in finding.message
+
+
+def test_a_damaged_complete_record_makes_it_a_warning() -> None:
+    (finding,) = findings(GLUED, "RUN001")
+    assert finding.severity == "warning"
+    assert "damaged Init COMPLETE record" in finding.message
+
+
+def test_a_partial_set_of_rank_logs_is_info_not_an_error() -> None:
+    (finding,) = findings(BARE_RANK_TAG, "RUN001")
+    assert finding.severity == "info"
+    assert "2 of 160 ranks" in finding.message
+    (paste,) = findings(PASTE_MIDLINE, "RUN001")
+    assert paste.severity == "info"
+    assert "looks cut" in paste.message
+
+
+def test_init_that_failed_with_a_warn_says_the_failure_is_reported_there() -> None:
+    (finding,) = findings(MIXED_NICS, "RUN001")
+    assert finding.severity == "error"
+    assert "logged 2 lines of WARN" in finding.message
+
+
+def test_complete_init_is_not_reported() -> None:
+    for path in [*HEALTHY, SOCKET_FALLBACK, TORCHRUN_PREFIX]:
+        assert findings(path, "RUN001") == [], path
+
+
+# ------------------------------------------------------------------------------------ RUN002
+def test_duplicate_gpu_is_an_error_with_both_ranks() -> None:
+    (finding,) = findings(RUNTIME_ERRORS, "RUN002")
+    assert finding.severity == "error"
+    assert "ranks 0 and 1 on CUDA device 1b000" in finding.message
+    assert "InvalidUsage (5)" in finding.message
+    assert finding.ranks == [0, 1]
+    assert 36 in [e.line for e in finding.evidence]
+
+
+def test_no_duplicate_gpu_without_the_warn() -> None:
+    for path in HEALTHY:
+        assert findings(path, "RUN002") == [], path
+
+
+# ------------------------------------------------------------------------------------ RUN003
+def test_shm_extend_failure_is_an_error_with_size_and_errno() -> None:
+    (finding,) = findings(RUNTIME_ERRORS, "RUN003")
+    assert finding.severity == "error"
+    assert "/dev/shm/nccl-Xq3Bz1 to 9.2 MiB" in finding.message
+    assert "No space left on device" in finding.message
+    assert "--shm-size" in finding.fix and "--ipc=host" in finding.fix
+
+
+def test_no_shm_finding_on_healthy_logs() -> None:
+    for path in HEALTHY:
+        assert findings(path, "RUN003") == [], path
+
+
+# ------------------------------------------------------------------------------------ RUN004
+def test_cuda_out_of_memory_is_decoded_with_its_chain() -> None:
+    oom = [f for f in findings(RUNTIME_ERRORS, "RUN004") if "out of memory" in f.message]
+    assert len(oom) == 1
+    assert oom[0].severity == "error"
+    assert "(code 2)" in oom[0].message
+    assert "UnhandledCudaError (1)" in oom[0].message
+    assert "[Async thread]" in oom[0].message
+
+
+def test_operation_not_permitted_points_at_imex_channels() -> None:
+    (finding,) = findings(IMEX, "RUN004")
+    assert finding.severity == "error"
+    assert "IMEX" in finding.message
+    assert "nvidia-imex-ctl" in finding.fix
+    assert finding.hosts == ["gb200-r04-t01", "gb200-r04-t02"]
+    assert finding.evidence_count == 2
+
+
+def test_each_distinct_cuda_error_is_one_finding() -> None:
+    messages = [f.message for f in findings(RUNTIME_ERRORS, "RUN004")]
+    assert len(messages) == 2
+    assert any("illegal memory access" in m for m in messages)
+
+
+def test_no_cuda_error_on_healthy_logs() -> None:
+    for path in HEALTHY:
+        assert findings(path, "RUN004") == [], path
+
+
+# ------------------------------------------------------------------------------------ RUN005
+def test_other_warns_are_grouped_with_hints_and_decoded_chains() -> None:
+    found = findings(IB_ERRORS, "RUN005")
+    assert {f.severity for f in found} == {"warning"}
+    qp = [f for f in found if "ibv_create_qp" in f.message]
+    assert len(qp) == 1
+    assert "SystemError (2)" in qp[0].message
+    assert "ulimit -l unlimited" in qp[0].message
+    assert any("async fatal event" in f.message for f in found)
+
+
+def test_warns_reported_by_specific_rules_are_left_to_them() -> None:
+    found = findings(IB_ERRORS, "RUN005") + findings(RUNTIME_ERRORS, "RUN005")
+    for f in found:
+        assert "Got completion" not in f.message  # NET005
+        assert "Connection closed" not in f.message and "Connection refused" not in f.message  # NET006
+        assert "Cuda failure" not in f.message and "Duplicate GPU" not in f.message  # RUN004, RUN002
+        assert "/dev/shm" not in f.message and "P2P is disabled" not in f.message  # RUN003, TOPO005
+
+
+def test_exclusion_table_names_each_specific_rule() -> None:
+    assert {c.code for c in COVERED_ELSEWHERE} == {
+        "NET002",
+        "NET005",
+        "NET006",
+        "RUN002",
+        "RUN003",
+        "RUN004",
+        "TOPO005",
+        "VER001",
+    }
+    case = read_case([RUNTIME_ERRORS], jobs=1).case
+    assert {covered_by(w) for w in case.warnings if w.family == "duplicate_gpu"} == {"RUN002"}
+
+
+def test_identical_messages_on_two_hosts_group_into_one_finding() -> None:
+    (finding,) = findings(MIXED_NICS, "RUN005")
+    assert "incompatible devices" in finding.message
+    assert "InternalError (3)" in finding.message
+    assert "NCCL_IB_HCA" in finding.message
+
+
+def test_no_nccl_warning_on_healthy_logs() -> None:
+    for path in HEALTHY:
+        assert findings(path, "RUN005") == [], path
+
+
+# ------------------------------------------------------------------------------------ RUN006
+def test_watchdog_timeout_is_an_error_naming_the_collective_and_the_silent_rank() -> None:
+    (finding,) = findings(WATCHDOG, "RUN006")
+    assert finding.severity == "error"
+    assert "ALLREDUCE (SeqNum 1843" in finding.message
+    assert "ranks 0-2" in finding.message
+    assert "rank 3 of 4 reported no timeout" in finding.message
+    assert "NCCL logged no WARN" in finding.message
+    assert finding.ranks == [0, 1, 2]
+
+
+def test_pytorch_lines_without_a_timeout_are_not_reported() -> None:
+    assert findings(TORCH_HEALTHY, "RUN006") == []
+    assert findings(TORCHRUN_PREFIX, "RUN006") == []
+
+
+def test_cli_json_reports_the_watchdog_timeout_with_evidence() -> None:
+    result = run_cli("analyze", "--format", "json", WATCHDOG)
+    data = json.loads(result.stdout)
+    (run006,) = [f for f in data["findings"] if f["code"] == "RUN006"]
+    assert run006["severity"] == "error"
+    assert run006["name"] == "watchdog-timeout"
+    assert run006["evidence"] and "Watchdog caught collective operation timeout" in run006["evidence"][0]["text"]
+    assert not [f for f in data["findings"] if f["severity"] == "error" and f["code"] != "RUN006"]
