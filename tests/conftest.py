@@ -38,3 +38,25 @@ def run_cli(
 def repo_cwd(monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(REPO)
     return REPO
+
+
+def analysis_of(*paths: str | Path):  # type: ignore[no-untyped-def]
+    """The real pipeline on fixture paths (relative to the repository): read, assemble, analyze."""
+    from ncclscope.engine import analyze
+    from ncclscope.reading import read_case
+
+    return analyze(read_case([str(REPO / p) for p in paths], jobs=1).case)
+
+
+def findings_of(code: str, *paths: str | Path) -> list:  # type: ignore[type-arg]
+    return [f for f in analysis_of(*paths).findings if f.code == code]
+
+
+def only_finding(code: str, *paths: str | Path):  # type: ignore[no-untyped-def]
+    found = findings_of(code, *paths)
+    assert len(found) == 1, [f.message for f in found]
+    return found[0]
+
+
+def evidence_lines(finding) -> list[int]:  # type: ignore[no-untyped-def]
+    return [e.line for e in finding.evidence]

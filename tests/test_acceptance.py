@@ -6,22 +6,15 @@ where that folder is absent.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from ncclscope.engine import analyze
 from ncclscope.model import Analysis
-from ncclscope.reading import read_case
 
 from conftest import REPO
+from conftest import analysis_of as run
 
 SEEDS = REPO.parent / "shared" / "seeds"
 SEED_002 = SEEDS / "002_0bad1d865d8e9f7b.txt"
-
-
-def run(*paths: str | Path) -> Analysis:
-    return analyze(read_case([str(p) for p in paths], jobs=1).case)
 
 
 def codes(analysis: Analysis, severity: str | None = None) -> set[str]:

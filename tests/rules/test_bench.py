@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 
 from ncclscope.engine import analyze
-from ncclscope.model import Finding
 from ncclscope.reading import read_case
 
 from conftest import REPO, run_cli
+from conftest import evidence_lines as lines
+from conftest import findings_of as findings
+from conftest import only_finding as only
 
 BENCH = "fixtures/bench"
 LOW = f"{BENCH}/low_allreduce_8xh100.txt"
@@ -37,21 +39,6 @@ TCP_TWO_HOSTS = "fixtures/nccl_tests/v2_19_exponent_numbers.txt"
 HEALTHY_TWO_HOSTS = "fixtures/nccl_tests/mpi_ucx_warnings.txt"
 SEED_LIKE = "fixtures/mixed/seed_like_4xh100.txt"
 DEMO = "fixtures/mixed/multi_host_job_problems.txt"
-
-
-def findings(code: str, *paths: str) -> list[Finding]:
-    case = read_case([str(REPO / p) for p in paths], jobs=1).case
-    return [f for f in analyze(case).findings if f.code == code]
-
-
-def only(code: str, *paths: str) -> Finding:
-    found = findings(code, *paths)
-    assert len(found) == 1, [f.message for f in found]
-    return found[0]
-
-
-def lines(finding: Finding) -> list[int]:
-    return [e.line for e in finding.evidence]
 
 
 # ------------------------------------------------------------------------------------- BW001

@@ -13,6 +13,7 @@ from ncclscope.engine import analyze
 from ncclscope.model import Finding
 from ncclscope.reading import read_case
 
+from conftest import evidence_lines as lines
 from conftest import run_cli
 
 NET = "fixtures/net"
@@ -46,10 +47,6 @@ def _findings(path: str) -> tuple[Finding, ...]:
 
 def findings(path: str, code: str) -> list[Finding]:
     return [f for f in _findings(path) if f.code == code]
-
-
-def lines(finding: Finding) -> list[int]:
-    return [e.line for e in finding.evidence]
 
 
 # ------------------------------------------------------------------------------------ NET001

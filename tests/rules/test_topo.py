@@ -10,11 +10,10 @@ import json
 
 import pytest
 
-from ncclscope.engine import analyze
-from ncclscope.model import Finding
-from ncclscope.reading import read_case
-
-from conftest import REPO, run_cli
+from conftest import evidence_lines as lines
+from conftest import findings_of as findings
+from conftest import only_finding as only
+from conftest import run_cli
 
 TWO_SWITCHES_SYS = "fixtures/topo/pcie_8gpu_two_switches_sys.txt"
 H100_NVSWITCH_MATRIX = "fixtures/topo/h100_8gpu_nic_legend_tabs.txt"
@@ -41,21 +40,6 @@ VM_TINY_MAXBW_LOG = f"{CASES}/vm_4gpu_maxbw12.log"
 VM_SYSFS_LOG = f"{CASES}/vm_sysfs_unreadable.log"
 A100_ONE_CHANNEL_LOG = f"{CASES}/a100_8gpu_nvlink_one_channel.log"
 NO_RDMA_BUNDLE = f"{CASES}/no_rdma_nic_bundle.txt"
-
-
-def findings(code: str, *paths: str) -> list[Finding]:
-    case = read_case([str(REPO / p) for p in paths], jobs=1).case
-    return [f for f in analyze(case).findings if f.code == code]
-
-
-def only(code: str, *paths: str) -> Finding:
-    found = findings(code, *paths)
-    assert len(found) == 1, [f.message for f in found]
-    return found[0]
-
-
-def lines(finding: Finding) -> list[int]:
-    return [e.line for e in finding.evidence]
 
 
 # --------------------------------------------------------------------------------- TOPO001
