@@ -160,7 +160,8 @@ def to_sarif(analysis: Analysis) -> str:
 
 def print_rule_list(console: Console) -> None:
     for code, r in all_rules().items():
-        console.print(f"[bold]{code}[/] {r.name:28} [{STYLE[r.severity]}]{r.severity:7}[/] {escape(r.summary)}")
+        first = r.summary.split(". ")[0].rstrip(".") + "."  # the full text is one `ncclscope rules CODE` away
+        console.print(f"[bold]{code:7}[/] {r.name:24} [{STYLE[r.severity]}]{r.severity:7}[/] {escape(first)}")
 
 
 def print_rule(code: str, console: Console) -> bool:
