@@ -160,3 +160,19 @@ def test_demo_shows_findings() -> None:
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout.decode()
     assert "Analyzing the bundled example" in text
+
+
+CATALOG = Path(__file__).resolve().parent.parent.parent / "shared" / "knowledge" / "rule-catalog.md"
+
+
+def test_every_catalog_code_is_a_rule_with_its_exact_name() -> None:
+    import re
+
+    import pytest
+
+    if not CATALOG.exists():
+        pytest.skip("shared/knowledge is not beside the repository")
+    catalog = dict(re.findall(r"^\| ([A-Z]+\d{3}) \| ([a-z0-9-]+) \|", CATALOG.read_text(), re.M))
+    rules = all_rules()
+    assert set(catalog) == set(rules)
+    assert {code: rules[code].name for code in catalog} == catalog
