@@ -162,6 +162,59 @@ def _findings_exit(summary: dict[str, int], fail_on: FailOn, read_status: int) -
     return 0
 
 
+class DiffFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class FailOnRegression(str, Enum):
+    regression = "regression"
+    never = "never"
+
+
+@app.command()
+def diff(
+    before: Annotated[str, typer.Argument(help="The earlier run: a file, directory or bundle (- for stdin).")],
+    after: Annotated[str, typer.Argument(help="The later run: a file, directory or bundle.")],
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Fraction of busbw lost before a size counts as a regression.")
+    ] = 0.10,
+    output_format: Annotated[DiffFormat, typer.Option("--format", "-f", help="text or json.")] = DiffFormat.text,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Also draw busbw before/after to this PNG.")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select", help="Rules to compare (codes or prefixes).")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Rules to leave out.")] = None,
+    fail_on: Annotated[
+        FailOnRegression, typer.Option("--fail-on", help="Exit 1 when a size regressed (or never).")
+    ] = FailOnRegression.regression,
+    jobs: JobsOpt = None,
+) -> None:
+    """Compare the benchmarks and findings of two runs: busbw ratio per size, regressions flagged."""
+    from ncclscope import diff as diffing
+    from ncclscope.engine import analyze as run_rules
+
+    if not 0 <= threshold < 1:
+        _report_problems([f"--threshold must be between 0 and 1, not {threshold}"])
+        raise typer.Exit(EXIT_UNUSABLE)
+    sides = [read_case([path], jobs) for path in (before, after)]
+    for outcome in sides:
+        _report_problems(outcome.messages)
+    if any(outcome.exit_code == EXIT_UNUSABLE for outcome in sides):
+        raise typer.Exit(EXIT_UNUSABLE)
+    result = diffing.diff_runs(*(run_rules(o.case, select, ignore) for o in sides), threshold=threshold)
+    if output_format is DiffFormat.json:
+        _write_output(diffing.diff_to_json(result), output)
+    elif output is None:
+        diffing.render_diff_text(result, Console(highlight=False, soft_wrap=True))
+    else:
+        console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
+        diffing.render_diff_text(result, console)
+        _write_output(console.export_text(), output)
+    if plot is not None and diffing.diff_plot_png(result, plot) is None:
+        _report_problems([f"{plot}: no benchmark in common to plot; nothing written"])
+    raise typer.Exit(diffing.exit_code(result, fail_on is FailOnRegression.regression))
+
+
 @app.command()
 def rules(
     code: Annotated[str | None, typer.Argument(help="A rule code, e.g. NET001, to explain it.")] = None,

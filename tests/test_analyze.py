@@ -176,3 +176,30 @@ def test_every_catalog_code_is_a_rule_with_its_exact_name() -> None:
     rules = all_rules()
     assert set(catalog) == set(rules)
     assert {code: rules[code].name for code in catalog} == catalog
+
+
+def test_diff_command_flags_a_regression_with_exit_one(tmp_path: Path) -> None:
+    plot = tmp_path / "diff.png"
+    proc = run_cli(
+        "diff",
+        "--format",
+        "json",
+        "--plot",
+        str(plot),
+        "fixtures/diff/before_allreduce_allgather_8xh100.txt",
+        "fixtures/diff/after_allreduce_allgather_8xh100.txt",
+    )
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data and plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_diff_command_on_a_stable_pair_exits_zero() -> None:
+    proc = run_cli("diff", "fixtures/diff/stable_before_8xh100.txt", "fixtures/diff/stable_after_8xh100.txt")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr.decode()
+
+
+def test_diff_with_a_missing_side_exits_two() -> None:
+    proc = run_cli("diff", "no/such/before.txt", "fixtures/diff/stable_after_8xh100.txt")
+    assert proc.returncode == 2
