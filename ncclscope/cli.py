@@ -40,9 +40,21 @@ class OutputFormat(str, Enum):
 PathsArg = Annotated[
     list[str], typer.Argument(help="Files, directories, .gz files, or - for stdin.", show_default=False)
 ]
+RedactOpt = Annotated[
+    bool, typer.Option("--redact", help="Replace hostnames, addresses, users, container/pod names by pseudonyms.")
+]
 JobsOpt = Annotated[
     int | None, typer.Option("--jobs", "-j", help="Parallel processes for several inputs (default: one per core).")
 ]
+
+
+def _read(paths: list[str], jobs: int | None, redact: bool):  # type: ignore[no-untyped-def]
+    """Read the inputs, redacted before parsing when asked (so nothing built from them leaks)."""
+    if redact:
+        from ncclscope.redact import read_case_redacted
+
+        return read_case_redacted(paths, jobs)[0]
+    return read_case(paths, jobs)
 
 
 def _stderr() -> Console:
@@ -126,13 +138,14 @@ def analyze(
     fail_on: Annotated[
         FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this severity.")
     ] = FailOn.error,
+    redact: RedactOpt = False,
     jobs: JobsOpt = None,
 ) -> None:
     """Diagnose: findings by severity, each with its evidence lines, why it matters and the fix."""
     from ncclscope.engine import analyze as run_rules
     from ncclscope.render import findings as render
 
-    outcome = read_case(paths, jobs)
+    outcome = _read(paths, jobs, redact)
     _report_problems(outcome.messages)
     analysis = run_rules(outcome.case, select, ignore)
     if output_format is AnalyzeFormat.text:
@@ -160,6 +173,66 @@ def _findings_exit(summary: dict[str, int], fail_on: FailOn, read_status: int) -
     if fail_on is FailOn.warning and (summary.get("error") or summary.get("warning")):
         return EXIT_FINDINGS
     return 0
+
+
+@app.command()
+def report(
+    paths: PathsArg,
+    output: Annotated[Path, typer.Option("--output", "-o", help="report.html or report.md (plots beside it).")],
+    select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes or prefixes.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes or prefixes.")] = None,
+    redact: RedactOpt = False,
+    jobs: JobsOpt = None,
+) -> None:
+    """Write a report to attach to a ticket: one self-contained HTML page, or Markdown with PNG plots."""
+    from ncclscope.engine import analyze as run_rules
+    from ncclscope.report import ReportError, write_report
+
+    outcome = _read(paths, jobs, redact)
+    _report_problems(outcome.messages)
+    if outcome.unusable and not any(s.kinds for s in outcome.case.sources):
+        raise typer.Exit(EXIT_UNUSABLE)
+    try:
+        written = write_report(run_rules(outcome.case, select, ignore), output)
+    except ReportError as exc:
+        _report_problems([str(exc)])
+        raise typer.Exit(EXIT_UNUSABLE) from None
+    _stderr().print("ncclscope: wrote " + ", ".join(str(p) for p in written), markup=False)
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+def bundle(
+    paths: PathsArg,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The bundle to write, e.g. ticket.tar.gz.")],
+    redact: RedactOpt = False,
+    redact_map: Annotated[
+        Path | None, typer.Option("--redact-map", help="Keep the pseudonym map in this file (never in the bundle).")
+    ] = None,
+    select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes or prefixes.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes or prefixes.")] = None,
+    jobs: JobsOpt = None,
+) -> None:
+    """Pack a support-ticket bundle: the inputs, report.html, report.md, findings.json and a manifest."""
+    from ncclscope.bundle import BundleError, write_bundle
+
+    try:
+        outcome = write_bundle(
+            paths,
+            output,
+            redact=redact,
+            command="ncclscope " + " ".join(sys.argv[1:]),
+            jobs=jobs,
+            select=select,
+            ignore=ignore,
+            map_output=redact_map,
+        )
+    except BundleError as exc:
+        _report_problems([str(exc)])
+        raise typer.Exit(EXIT_UNUSABLE) from None
+    _report_problems(outcome.messages)
+    _stderr().print(f"ncclscope: wrote {output}", markup=False)
+    raise typer.Exit(outcome.exit_code)
 
 
 class DiffFormat(str, Enum):
@@ -201,7 +274,8 @@ def diff(
         _report_problems(outcome.messages)
     if any(outcome.exit_code == EXIT_UNUSABLE for outcome in sides):
         raise typer.Exit(EXIT_UNUSABLE)
-    result = diffing.diff_runs(*(run_rules(o.case, select, ignore) for o in sides), threshold=threshold)
+    earlier, later = (run_rules(o.case, select, ignore) for o in sides)
+    result = diffing.diff_runs(earlier, later, threshold=threshold)
     if output_format is DiffFormat.json:
         _write_output(diffing.diff_to_json(result), output)
     elif output is None:

@@ -36,7 +36,13 @@ class ReadOutcome:
 
 
 def read_case(paths: list[str], jobs: int | None = None) -> ReadOutcome:
+    """Every input named by `paths` (files, directories, `-`, .gz, ncclscope bundles), read into a Case."""
     files, problems = expand_inputs(paths)
+    return read_files(files, problems, paths, jobs)
+
+
+def read_files(files: list[InputFile], problems: list[str], paths: list[str], jobs: int | None = None) -> ReadOutcome:
+    """Inputs already expanded (`problems`: paths that could not be used; `paths`: as named)."""
     parsed, interrupted = _parse_all(files, jobs)
     case = assemble(parsed)
     messages = list(problems)

@@ -7,9 +7,14 @@ input, and whatever was read before the problem is still used.
 
 from __future__ import annotations
 
+import atexit
 import gzip
+import json
 import os
+import shutil
 import sys
+import tarfile
+import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -58,11 +63,61 @@ def expand_inputs(paths: list[str]) -> tuple[list[InputFile], list[str]]:
             if not members:
                 problems.append(f"{raw}: directory holds no files")
             files.extend(InputFile(str(p), str(p)) for p in members)
+        elif path.is_file() and path.name.endswith(BUNDLE_SUFFIXES) and is_bundle(path):
+            unpacked, problem = bundle_inputs(path, raw)
+            files.extend(unpacked)
+            if problem:
+                problems.append(problem)
         elif path.exists():
             files.append(InputFile(str(path), raw))
         else:
             problems.append(f"{raw}: no such file or directory")
     return files, problems
+
+
+BUNDLE_SUFFIXES = (".tar.gz", ".tgz")
+BUNDLE_MANIFEST = "manifest.json"
+BUNDLE_INPUTS = "inputs/"
+
+
+def is_bundle(path: Path) -> bool:
+    """A .tar.gz written by `ncclscope bundle`: its manifest.json says so."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            member = tar.getmember(BUNDLE_MANIFEST)
+            handle = tar.extractfile(member)
+            manifest = json.loads(handle.read(1024 * 1024)) if handle else {}
+    except (OSError, KeyError, ValueError, tarfile.TarError, EOFError, zlib.error):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == "ncclscope-bundle"
+
+
+def bundle_inputs(path: Path, raw: str) -> tuple[list[InputFile], str | None]:
+    """The inputs/ members of a bundle, unpacked to a private temporary directory (removed at exit),
+    shown as 'ticket.tar.gz:inputs/job.log'. Only regular files with plain relative names are taken."""
+    workdir = Path(tempfile.mkdtemp(prefix="ncclscope-bundle-"))
+    atexit.register(shutil.rmtree, workdir, True)
+    files: list[InputFile] = []
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                name = member.name
+                parts = Path(name).parts
+                if not member.isfile() or not name.startswith(BUNDLE_INPUTS) or ".." in parts or name.startswith("/"):
+                    continue
+                target = workdir.joinpath(*parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                if source is None:
+                    continue
+                with source, open(target, "wb") as out:
+                    shutil.copyfileobj(source, out)
+                files.append(InputFile(str(target), f"{raw}:{name}"))
+    except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
+        return files, f"{raw}: bundle is damaged ({exc}); read {len(files)} of its inputs"
+    if not files:
+        return files, f"{raw}: bundle holds no inputs"
+    return files, None
 
 
 def open_binary(item: InputFile) -> BinaryIO:

@@ -203,3 +203,45 @@ def test_diff_command_on_a_stable_pair_exits_zero() -> None:
 def test_diff_with_a_missing_side_exits_two() -> None:
     proc = run_cli("diff", "no/such/before.txt", "fixtures/diff/stable_after_8xh100.txt")
     assert proc.returncode == 2
+
+
+def test_report_command_writes_a_self_contained_html_page(tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    proc = run_cli("report", DEMO, "-o", str(target))
+    assert proc.returncode == 0, proc.stderr
+    page = target.read_text()
+    assert page.lstrip().lower().startswith("<!doctype html") and "<script" not in page.lower()
+    assert "data:image/png;base64," in page
+
+
+def test_report_command_writes_markdown_with_plots_beside_it(tmp_path: Path) -> None:
+    target = tmp_path / "report.md"
+    proc = run_cli("report", DEMO, "-o", str(target))
+    assert proc.returncode == 0, proc.stderr
+    assert target.read_text().startswith("#")
+    assert list(tmp_path.glob("report-*.png"))
+
+
+def test_report_to_an_unwritable_path_leaves_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "report.html"
+    proc = run_cli("report", DEMO, "-o", str(target))
+    assert proc.returncode == 2
+    assert "cannot write" in proc.stderr.decode() and "Traceback" not in proc.stderr.decode()
+    assert not target.parent.exists()
+
+
+def test_bundle_command_round_trips_through_analyze(tmp_path: Path) -> None:
+    ticket = tmp_path / "ticket.tar.gz"
+    proc = run_cli("bundle", DEMO, "-o", str(ticket), "--redact")
+    assert proc.returncode == 0, proc.stderr
+    code, back = analysis_json("--fail-on", "never", str(ticket))
+    _, original = analysis_json("--fail-on", "never", DEMO)
+    assert [f["code"] for f in back["findings"]] == [f["code"] for f in original["findings"]]
+    assert "gpu-demo" not in json.dumps(back)
+
+
+def test_redact_option_on_analyze_hides_hostnames() -> None:
+    _, data = analysis_json("--fail-on", "never", "--redact", DEMO)
+    text = json.dumps(data)
+    assert "gpu-demo-a" not in text and "10.8.0.11" not in text
+    assert "host-01" in text
