@@ -255,6 +255,9 @@ def diff(
     output_format: Annotated[DiffFormat, typer.Option("--format", "-f", help="text or json.")] = DiffFormat.text,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Also draw busbw before/after to this PNG.")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--report", help="Also write the AFTER report with this comparison (.html/.md).")
+    ] = None,
     select: Annotated[list[str] | None, typer.Option("--select", help="Rules to compare (codes or prefixes).")] = None,
     ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Rules to leave out.")] = None,
     fail_on: Annotated[
@@ -286,6 +289,14 @@ def diff(
         _write_output(console.export_text(), output)
     if plot is not None and diffing.diff_plot_png(result, plot) is None:
         _report_problems([f"{plot}: no benchmark in common to plot; nothing written"])
+    if html is not None:
+        from ncclscope.report import ReportError, write_report
+
+        try:
+            write_report(later, html, diff=diffing.report_view(result))
+        except ReportError as exc:
+            _report_problems([str(exc)])
+            raise typer.Exit(EXIT_UNUSABLE) from None
     raise typer.Exit(diffing.exit_code(result, fail_on is FailOnRegression.regression))
 
 

@@ -17,6 +17,7 @@ import re
 import statistics
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 from rich.console import Console
@@ -401,3 +402,27 @@ def _plot_series(ax, series: SeriesDiff) -> None:  # type: ignore[no-untyped-def
     ax.set_title(series.key.label())
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize="small")
+
+
+def report_view(diff: RunDiff) -> Any:
+    """The diff as the HTML/Markdown report shows it (render.html.DiffView), with its ratio plot."""
+    from ncclscope.render.html import DiffRow, DiffView
+    from ncclscope.render.plots import ratio_plot
+
+    rows = [
+        DiffRow(series.key.label(), s.size, s.before_busbw, s.after_busbw, s.ratio, s.regression)
+        for series in diff.series
+        for s in series.sizes
+    ]
+    curves = {
+        series.key.label(): [(s.size, s.ratio) for s in series.sizes if s.ratio is not None] for series in diff.series
+    }
+    return DiffView(
+        before=", ".join(diff.before_inputs),
+        after=", ".join(diff.after_inputs),
+        threshold=1 - diff.threshold,  # the report draws and states the after/before ratio that counts
+        rows=rows,
+        appeared=[f"{c.code} {c.message}" for c in diff.findings_appeared],
+        disappeared=[f"{c.code} {c.message}" for c in diff.findings_disappeared],
+        plot=ratio_plot("busbw after / before", curves, 1 - diff.threshold),
+    )

@@ -245,3 +245,18 @@ def test_redact_option_on_analyze_hides_hostnames() -> None:
     text = json.dumps(data)
     assert "gpu-demo-a" not in text and "10.8.0.11" not in text
     assert "host-01" in text
+
+
+def test_diff_command_writes_the_comparison_into_an_html_report(tmp_path: Path) -> None:
+    page = tmp_path / "diff.html"
+    proc = run_cli(
+        "diff",
+        "--report",
+        str(page),
+        "fixtures/diff/before_allreduce_allgather_8xh100.txt",
+        "fixtures/diff/after_allreduce_allgather_8xh100.txt",
+    )
+    assert proc.returncode == 1, proc.stderr
+    html = page.read_text()
+    assert 'id="diff"' in html and "regression" in html
+    assert "after/before &lt; 0.9" in html or "after/before < 0.9" in html
