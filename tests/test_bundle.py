@@ -13,7 +13,8 @@ import pytest
 from ncclscope.bundle import BundleError, read_manifest, write_bundle
 from ncclscope.engine import analyze
 from ncclscope.reading import read_case
-from tests.conftest import REPO
+
+from conftest import REPO
 
 CASES = [
     ["fixtures/net/bootstrap_docker0_two_hosts.log"],

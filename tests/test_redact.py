@@ -13,7 +13,8 @@ from ncclscope.reading import read_case
 from ncclscope.redact import Redactor, read_case_redacted
 from ncclscope.render.findings import to_json, to_markdown
 from ncclscope.rules.registry import all_rules
-from tests.conftest import REPO, fixture_files
+
+from conftest import REPO, fixture_files
 
 ANY_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
 
