@@ -258,6 +258,7 @@ def _on_version(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     b.versions.add(version)
     if e.host is not None or e.pid is not None:
         s.process.nccl_version = version
+        s.process.evidence["nccl_version"] = _evidence(path, e)
     else:  # the bare banner (<= 2.21, or NCCL_DEBUG=VERSION): printed by the process that has rank 0
         b.bare_versions[path] = version
 
@@ -265,6 +266,7 @@ def _on_version(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
 def _on_driver(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     s.process.cuda_driver_version = _int(f.get("driver_version"))
+    s.process.evidence["cuda_driver_version"] = _evidence(path, e)
 
 
 def _on_bootstrap(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
@@ -273,6 +275,7 @@ def _on_bootstrap(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     name = first[0].get("interface") if first else f.get("interface")
     if name:
         s.process.bootstrap_interface = str(name)
+        s.process.evidence["bootstrap_interface"] = _evidence(path, e)
 
 
 def _on_plugin(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
@@ -292,6 +295,7 @@ def _on_plugin(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
 def _on_network(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     s.process.network = str(f.get("network", "")).strip()
+    s.process.evidence["network"] = _evidence(path, e)
 
 
 def _device(b: _Builder, e: Event, path: str, transport: str, index: int | None, name: str, **extra: Any) -> None:
@@ -670,11 +674,13 @@ def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
     out = []
     ordered = sorted(edges.items(), key=lambda item: tuple("" if v is None else v for v in item[0][:9]))
     for full, (count, line, raw) in ordered[:EDGE_LIMIT]:
-        path, host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, _, _ = full
+        path, host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, from_dev, to_dev = full
         out.append(
             Connection(
                 from_rank=rank,
                 to_rank=peer,
+                from_dev=from_dev or None,
+                to_dev=to_dev or None,
                 transport=transport,
                 direction=direction or "",
                 host=host,
@@ -694,6 +700,7 @@ def _finish(b: _Builder, edges: dict[tuple, list]) -> None:
     case = b.case
     for setting, seen in b.env.values():
         setting.processes = len(seen)
+        setting.pids = sorted({pid for _, pid in seen if pid is not None})
         case.env.append(setting)
     case.env.sort(key=lambda s: (s.name, s.value))
     case.net_devices = list(b.devices.values())

@@ -72,6 +72,7 @@ class EnvSetting(BaseModel):
     value: str
     hosts: list[str] = Field(default_factory=list)
     processes: int = Field(0, description="How many processes reported it.")
+    pids: list[int] = Field(default_factory=list, description="The processes (pids) that reported it.")
     evidence: Evidence
 
 
@@ -117,6 +118,9 @@ class Process(BaseModel):
     network: str | None = Field(None, description="`Using network X`.")
     bootstrap_interface: str | None = None
     net_plugin: str | None = Field(None, description="What the NET plugin lines say (loaded name or internal).")
+    evidence: dict[str, Evidence] = Field(
+        default_factory=dict, description="The line behind each field above (nccl_version, network ...)."
+    )
 
 
 class Host(BaseModel):
@@ -184,6 +188,10 @@ class Connection(BaseModel):
 
     from_rank: int
     to_rank: int
+    from_dev: str | None = Field(
+        None, description="The bracketed device of the sender: nvmlDev, or busId (2.5-2.18.1)."
+    )
+    to_dev: str | None = None
     transport: str
     direction: Literal["send", "receive", ""] = ""
     host: str | None = None
