@@ -10,7 +10,6 @@ from __future__ import annotations
 import atexit
 import gzip
 import json
-import os
 import shutil
 import sys
 import tarfile
@@ -248,7 +247,3 @@ class _GzipChunks:
         if not parts and self.error is not None:
             raise self.error
         return b"".join(parts)
-
-
-def display_name(path: str) -> str:
-    return os.path.normpath(path) if path != "-" else "-"

@@ -33,7 +33,6 @@ MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longe
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
 GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
 ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
-LOCATION_RE = re.compile(r"^(?:(?P<ms>\d+\.\d+)\s+)?(?P<file>.*?):(?P<line>\d+)(?:\s+\((?P<func>[^)]*)\))?$")
 
 # families aggregated column-wise (the bulk of big logs)
 BULK_FAMILIES = frozenset(
@@ -92,10 +91,6 @@ class LineShape:
 
     def __post_init__(self) -> None:
         self.plain = bool(self.records) and self.lead is None
-
-    @property
-    def is_nccl(self) -> bool:
-        return bool(self.records)
 
 
 class Event:
@@ -199,10 +194,6 @@ class LogResult:
     edges: dict[tuple, list] = field(default_factory=dict)
     by_transport: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     transport_examples: dict[str, tuple[int, str]] = field(default_factory=dict)
-    graph_rings: list[np.ndarray] = field(default_factory=list)  # rows: pid, channel, prev, rank, next
-    graph_ring_hosts: list[np.ndarray] = field(default_factory=list)
-    coll_calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    bulk_examples: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 UNRECOGNIZED_KEEP = 50
@@ -589,17 +580,10 @@ class NcclLogParser:
 
     # ------------------------------------------------------------------------------ bulk paths
     def _bulk(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
-        family = record.family or ""
-        res = self.result
-        if family not in res.bulk_examples:
-            res.bulk_examples[family] = (line_nos[0], clean(lines[0].decode("utf-8", "replace")).text)
-        if family in ("connection", "collnet_connection"):
+        """Connections are aggregated; the other bulk families (GRAPH rings and trees, per-call
+        lines) are only counted, in `families`."""
+        if record.family in ("connection", "collnet_connection"):
             self._connections(record, lines, line_nos)
-        elif family == "graph_ring":
-            self._graph_rings(record, lines)
-        elif family == "coll_call":
-            name = _decode(record.fields.get("func_name"), lines[0])
-            res.coll_calls[str(name)] += len(lines)
 
     def _columns(self, lines: list[bytes]) -> Callable[[Span], np.ndarray]:
         """Cut a byte range out of every line of a group at once."""
@@ -688,20 +672,6 @@ class NcclLogParser:
                 res.edges[key] = [count, line_nos[idx], lines[idx]]
             else:
                 entry[0] += count
-
-    def _graph_rings(self, record: RecordShape, lines: list[bytes]) -> None:
-        ends = record.fields.get("endpoint")
-        if not isinstance(ends, list) or len(ends) != 3:
-            return
-        n = len(lines)
-        column = self._columns(lines)
-        cols = [
-            self._int_column(column, record.prefix.get("pid"), n),
-            self._int_column(column, record.fields.get("channel"), n),
-        ]
-        cols += [self._int_column(column, e.get("rank"), n) for e in ends]
-        self.result.graph_rings.append(np.stack(cols, axis=1))
-        self.result.graph_ring_hosts.append(self._host_column(record, column, n))
 
     def host_names(self) -> dict[int, str]:
         return {v: k.decode("utf-8", "replace") for k, v in self._host_ids.items()}
