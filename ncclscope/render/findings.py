@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ncclscope import __version__
-from ncclscope.model import Analysis, Finding
+from ncclscope.model import Analysis, Evidence, Finding
 from ncclscope.rules.registry import all_rules
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -39,6 +39,12 @@ def print_text(analysis: Analysis, console: Console) -> None:
             console.print(f"  {escape(judgement.verdict)}")
 
 
+def evidence_shown(f: Finding, cap: int | None = None) -> tuple[list[Evidence], int]:
+    """The evidence lines to print (at most `cap`) and how many more lines support the finding."""
+    shown = f.evidence if cap is None else f.evidence[:cap]
+    return shown, max(f.evidence_count, len(f.evidence)) - len(shown)
+
+
 def describe_platform(analysis: Analysis) -> str:
     p = analysis.platform
     bits = []
@@ -57,9 +63,9 @@ def _print_finding(f: Finding, console: Console) -> None:
     root = "  [dim](root cause)[/]" if f.root_cause else ""
     console.print(f"[{STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.code}[/] {f.name}{root}")
     console.print(f"  {escape(f.message)}", soft_wrap=True)
-    for ev in f.evidence:
+    shown, more = evidence_shown(f)
+    for ev in shown:
         console.print(f"    [dim]{escape(ev.source)}:{ev.line}[/]  {escape(ev.text[:200])}", soft_wrap=True)
-    more = f.evidence_count - len(f.evidence)
     if more > 0:
         console.print(f"    [dim]... and {more} more line{'s' if more != 1 else ''}[/]")
     if f.related:
@@ -87,8 +93,8 @@ def to_markdown(analysis: Analysis) -> str:
         lines += [f"### {f.severity}: {f.code} {f.name}", "", f.message, ""]
         if f.evidence:
             lines += ["<details><summary>evidence</summary>", "", "```text"]
-            lines += [f"{ev.source}:{ev.line}: {ev.text}" for ev in f.evidence]
-            more = f.evidence_count - len(f.evidence)
+            shown, more = evidence_shown(f)
+            lines += [f"{ev.source}:{ev.line}: {ev.text}" for ev in shown]
             if more > 0:
                 lines.append(f"... and {more} more lines")
             lines += ["```", "", "</details>", ""]

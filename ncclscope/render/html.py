@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ncclscope import __version__
 from ncclscope.model import Analysis, Connection, Evidence, Finding, TopologyMatrix
 from ncclscope.render.findings import describe_platform, headline
+from ncclscope.render.findings import evidence_shown as capped_evidence
 from ncclscope.render.plots import Plot, human_size
 
 EVIDENCE_CAP = 10  # evidence lines shown per finding; the rest are counted
@@ -129,8 +130,7 @@ def edge_text(edge: Connection) -> str:
 
 
 def evidence_shown(f: Finding) -> tuple[list[Evidence], int]:
-    shown = f.evidence[:EVIDENCE_CAP]
-    return shown, max(f.evidence_count, len(f.evidence)) - len(shown)
+    return capped_evidence(f, EVIDENCE_CAP)
 
 
 def verdict_class(analysis: Analysis) -> str:
