@@ -20,6 +20,8 @@ from rich.console import Console
 from ncclscope import __version__
 from ncclscope.model import Case
 from ncclscope.reading import EXIT_FINDINGS, EXIT_UNUSABLE, read_case
+from ncclscope.runner.command import run
+from ncclscope.tui.command import tui
 
 app = typer.Typer(
     name="ncclscope",
@@ -358,6 +360,11 @@ def demo() -> None:
 def version() -> None:
     """Print the ncclscope version."""
     _write_output(f"ncclscope {__version__}", None)
+
+
+# Commands that live with their subsystem; their modules import Textual / torch only when they run.
+app.command()(tui)
+app.command()(run)
 
 
 def main() -> None:

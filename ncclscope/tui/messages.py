@@ -1,0 +1,14 @@
+"""Messages the TUI's screens send each other."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class JumpToLine(Message):
+    """Show the raw log at `line` (1-based) of `source` (an Evidence.source name)."""
+
+    def __init__(self, source: str, line: int) -> None:
+        super().__init__()
+        self.source = source
+        self.line = line
