@@ -1,0 +1,15 @@
+"""The Benchmarks screen of the TUI (placeholder until it is written)."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+from ncclscope.tui.view import CaseView
+
+
+class BenchmarksPane(Static):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("Reading inputs...", **kwargs)  # type: ignore[arg-type]
+
+    def show_case(self, view: CaseView) -> None:
+        self.update("Benchmarks: not written yet")
