@@ -41,7 +41,6 @@ P2P_UNSUPPORTED = re.compile(r"intraNodeP2pSupport 0\b")
 P2P_NOT_ENABLED = re.compile(
     r"Could not enable P2P between dev (\d+)\(=([0-9a-fA-F]+)\) and dev (\d+)\(=([0-9a-fA-F]+)\)"
 )
-CONNECTION_DEVICES = re.compile(r"(\d+)\[([0-9a-fA-F]+)\]\s*->\s*(\d+)\[([0-9a-fA-F]+)\]")
 
 # Channel counts. Bandwidth grows with channels; on an NVLink host with many GPUs NCCL finds many
 # (8+ on 8 GPUs). One ring/tree channel on a host of 4+ NVLink GPUs, or 2 or fewer collective
@@ -728,11 +727,10 @@ def _bus_to_device(case: Case) -> dict[tuple[str, str], int]:
 
 def _edge_devices(edge: Connection, buses: dict[tuple[str, str], int]) -> tuple[int | str | None, int | str | None]:
     """The devices in `a[x] -> b[y]`: a device number (2.4 SHM, nvmlDev from 2.18.3) or a busId (2.5-2.18.1)."""
-    match = CONNECTION_DEVICES.search(edge.evidence.text)
-    if not match:
+    if edge.from_dev is None or edge.to_dev is None:
         return None, None
     out: list[int | str | None] = []
-    for value in (match[2], match[4]):
+    for value in (edge.from_dev, edge.to_dev):
         bus = buses.get((edge.host or "", value.lower().lstrip("0")))
         if bus is not None:
             out.append(bus)
