@@ -80,15 +80,22 @@ def link_spec(link: str | None) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------------------------- detection
+def cpu_run(run: BenchmarkRun) -> bool:
+    """A table measured between CPU processes (ncclscope's built-in benchmark on gloo prints its devices
+    as `[cpu] CPU <model>`): NCCL's GPU figures do not apply to it."""
+    return bool(run.devices) and all(d.bus_id.lower() == "cpu" for d in run.devices)
+
+
 def detect_platform(case: Case) -> Platform:
     """GPU model, GPUs per host, hosts, NVLink links, NIC link layers, from every input."""
     evidence: list[Evidence] = []
     missing: list[str] = []
 
-    names = Counter(d.name.strip() for run in case.benchmarks for d in run.devices if d.name.strip())
+    gpu_runs = [run for run in case.benchmarks if not cpu_run(run)]
+    names = Counter(d.name.strip() for run in gpu_runs for d in run.devices if d.name.strip())
     gpu_name = names.most_common(1)[0][0] if names else None
     spec = platform_spec(gpu_name)
-    for run in case.benchmarks:
+    for run in gpu_runs:
         if any(d.name.strip() == gpu_name for d in run.devices):
             hosts_of_run = sorted({d.host for d in run.devices})
             evidence.append(
@@ -116,7 +123,9 @@ def detect_platform(case: Case) -> Platform:
     networks = Counter(p.network for p in case.processes if p.network)
     network = "+".join(sorted(networks)) if networks else None
 
-    if gpu_name is None:
+    if gpu_name is None and len(gpu_runs) < len(case.benchmarks):
+        missing.append("GPU model: the benchmark tables are from CPU processes (gloo), not GPUs")
+    elif gpu_name is None:
         missing.append(
             "GPU model: nccl-tests device lines (`#  Rank  0 Group  0 Pid ... NVIDIA H100 80GB HBM3`) from a run "
             "printed with its header, or `nvidia-smi -L`"
@@ -622,6 +631,12 @@ def _judge(facts: RunFacts, case: Case, platform: Platform) -> BandwidthJudgemen
         "platform": _where(facts),
     }
     head = f"{collective} on {_where(facts)}: peak busbw {_num(facts.measured)} GB/s at {_size(facts.size)}"
+    if cpu_run(run):
+        return BandwidthJudgement(
+            **base,
+            verdict=f"{head}, measured with gloo between CPU processes, not NCCL on GPUs: NCCL's bandwidth "
+            "figures do not apply, so there is nothing to judge; run on GPUs to judge the hardware.",
+        )
     if facts.nranks == 1:
         algbw = max((r.out_of_place.algbw or 0.0) for r in facts.rows)
         return BandwidthJudgement(
@@ -744,7 +759,7 @@ def _multi_host_notes(facts: RunFacts) -> list[str]:
 
 
 def _where(facts: RunFacts) -> str:
-    model = facts.spec["key"] if facts.spec else "unknown GPUs"
+    model = facts.spec["key"] if facts.spec else "CPU processes" if cpu_run(facts.run) else "unknown GPUs"
     hosts = facts.hosts
     if facts.nranks and hosts and hosts > 1 and facts.gpus_per_host:
         return f"{hosts} hosts x {facts.gpus_per_host} {model} ({facts.nranks} ranks)"

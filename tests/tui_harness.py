@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,10 +18,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def case_view(*fixtures: str) -> CaseView:
-    """The CaseView of fixtures named relative to the repository root (e.g. "fixtures/topo/x.txt")."""
-    paths = [str(ROOT / f) for f in fixtures]
-    outcome = read_case(paths, jobs=1)
-    return CaseView(analyze(outcome.case), {s.path: s.path for s in outcome.case.sources})
+    """The CaseView of fixtures named relative to the repository root (e.g. "fixtures/topo/x.txt").
+
+    Read from the root under those relative names, so that what the panes show (and the snapshots)
+    does not depend on where the repository is checked out.
+    """
+    before = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        outcome = read_case(list(fixtures), jobs=1)
+    finally:
+        os.chdir(before)
+    return CaseView(analyze(outcome.case), {s.path: str(ROOT / s.path) for s in outcome.case.sources})
 
 
 class PaneHarness(App[None]):

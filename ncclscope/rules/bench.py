@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Evidence, Finding
+from ncclscope.platforms import cpu_run, judging, latency_references, run_facts, spec_by_key, unjudged_need
 from ncclscope.platforms import data_check as data_check_reference
-from ncclscope.platforms import judging, latency_references, run_facts, spec_by_key, unjudged_need
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
 
@@ -201,7 +201,8 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
     what the detected platform reaches for that collective, GPU count and likely algorithm (NVLS for
     all_reduce on NVSwitch hosts, ring otherwise, the NICs across hosts). Error below 50%, warning
     below 80%; a run that stops between 128 MiB and 1 GiB only counts below 50%, as a warning. When
-    the GPU or the figures are unknown, one info finding says what the inputs would need.
+    the GPU or the figures are unknown, one info finding says what the inputs would need. Tables
+    measured between CPU processes (the built-in benchmark on gloo) are not judged.
 
     Why: busbw is the figure that should sit near the hardware's unidirectional link rate: ~370 GB/s
     ring or ~480 GB/s NVLS on 8x H100, ~24 GB/s per HDR NIC across hosts. A run far below it means
@@ -221,7 +222,7 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
     unjudged: list[tuple[BandwidthJudgement, BenchmarkRun]] = []
     for j in ctx.bandwidth:
         run = _run_of(ctx, j)
-        if run is None or j.nranks == 1 or j.size < limits["provisional_min_bytes"]:
+        if run is None or cpu_run(run) or j.nranks == 1 or j.size < limits["provisional_min_bytes"]:
             continue
         if j.expected_busbw is None:
             unjudged.append((j, run))
@@ -300,7 +301,8 @@ def sizes_too_small(ctx: Context) -> Iterable[Finding]:
 
     Why: busbw grows with the message size and only reaches the hardware's plateau at 1-8 GiB; at
     256 MiB a healthy 8x H100 is still below peak ("256M is too small to reach peak bandwidth").
-    A sweep that stops early looks slow without being slow.
+    A sweep that stops early looks slow without being slow. (Not said of CPU-process runs on gloo,
+    which are small by design.)
 
     Fix: Re-run up to 8 GiB (`all_reduce_perf -b 8 -e 8G -f 2`, or `-b 8G -e 8G` for a single size
     as health checks do).
@@ -310,7 +312,7 @@ def sizes_too_small(ctx: Context) -> Iterable[Finding]:
     """
     limit = judging()["judge_min_bytes"]
     for run in ctx.case.benchmarks:
-        if not run.rows or run.nranks == 1:
+        if not run.rows or run.nranks == 1 or cpu_run(run):
             continue
         largest = max(r.size for r in run.rows)
         if largest >= limit:
@@ -531,7 +533,8 @@ def _decode_failure(text: str) -> str:
 def latency_high(ctx: Context) -> Iterable[Finding]:
     """Small messages (up to 1 KiB) take far longer than the fabric should need: the median time
     over those sizes is above the bound of data/expected_busbw.json (100 us inside one host, 150 us
-    across hosts; about three times the slowest published reference).
+    across hosts; about three times the slowest published reference). GPU runs only: CPU processes
+    on gloo have no such bound.
 
     Why: Small-message time is latency: launch overhead, proxy threads, network round trips. A large
     value points at CPU contention or bad affinity, a TCP/socket path, an oversubscribed or
@@ -546,7 +549,7 @@ def latency_high(ctx: Context) -> Iterable[Finding]:
     """
     references = latency_references()
     for run in ctx.case.benchmarks:
-        if run.nranks is not None and run.nranks <= 1:
+        if (run.nranks is not None and run.nranks <= 1) or cpu_run(run):
             continue
         facts = run_facts(run, ctx.platform)
         if facts is None or not facts.nranks or facts.nranks < 2:

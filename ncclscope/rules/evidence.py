@@ -39,6 +39,6 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
         yield make_finding(
             "EVD001",
             "info",
-            f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs have no {what}",
+            f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs lack {what}",
             fix=f"Add {NEEDS[need]}.",
         )

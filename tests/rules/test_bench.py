@@ -11,7 +11,7 @@ import json
 from ncclscope.engine import analyze
 from ncclscope.reading import read_case
 
-from conftest import REPO, run_cli
+from conftest import REPO, analysis_of, run_cli
 from conftest import evidence_lines as lines
 from conftest import findings_of as findings
 from conftest import only_finding as only
@@ -217,3 +217,31 @@ def test_cli_json_carries_the_finding_and_the_judgement() -> None:
     assert judgement["algorithm"] == "nvls"
     assert 0.31 < judgement["ratio"] < 0.33
     assert data["platform"]["key"] == "H100-SXM"
+
+
+# ------------------------------------------------------------------ CPU processes (gloo)
+GLOO_RUN = "fixtures/runner/torch_bench_gloo_2ranks.txt"
+
+
+def test_a_gloo_run_between_cpu_processes_is_not_judged_against_gpu_figures():
+    """The built-in benchmark on gloo is small and slow by design: no latency, size or bandwidth alarm."""
+    codes = {f.code for f in analysis_of(GLOO_RUN).findings}
+    assert codes == {"EVD001"}  # only: no NCCL log, no topology matrix
+
+
+def test_a_gloo_run_says_why_it_is_not_judged():
+    analysis = analysis_of(GLOO_RUN)
+    assert len(analysis.bandwidth) == 7
+    for judgement in analysis.bandwidth:
+        assert judgement.expected_busbw is None
+        assert "gloo between CPU processes" in judgement.verdict
+
+
+def test_a_gloo_run_with_wrong_results_is_still_an_error(tmp_path):
+    text = (REPO / GLOO_RUN).read_text()
+    lines_ = text.splitlines()
+    row = next(i for i, line in enumerate(lines_) if line.strip().startswith("1024 ") and "sum" in line)
+    lines_[row] = lines_[row][: lines_[row].rindex("0")] + "3"  # in-place #wrong 0 -> 3
+    wrong = tmp_path / "gloo_wrong.txt"
+    wrong.write_text("\n".join(lines_) + "\n")
+    assert only("BW003", wrong).severity == "error"
