@@ -1,15 +1,222 @@
-"""The Topology screen of the TUI (placeholder until it is written)."""
+"""The Topology screen of the TUI: `nvidia-smi topo -m` matrices coloured by link class, each GPU's nearest NIC
+with its NUMA/CPU affinity, and the findings about the wiring."""
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.containers import Grid, Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static
 
+from ncclscope.model import TopologyMatrix
+from ncclscope.rules.topo import NEAR, NV_TOKEN, PCIE_RANK
+from ncclscope.tui.hosts import FindingLinks
 from ncclscope.tui.view import CaseView
 
 
-class TopologyPane(Static):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("Reading inputs...", **kwargs)  # type: ignore[arg-type]
+@dataclass(frozen=True)
+class LinkClass:
+    css: str
+    meaning: str
+
+
+# Every link class of the matrix legend, nearest first: its CSS class (coloured in DEFAULT_CSS) and what it means.
+LINK_CLASSES: dict[str, LinkClass] = {
+    "NV#": LinkClass("link-nv", "NVLink, # bonded links: the fastest path between GPUs"),
+    "PIX": LinkClass("link-pix", "at most one PCIe bridge: fast P2P and GPUDirect RDMA"),
+    "PXB": LinkClass("link-pxb", "several PCIe bridges, no host bridge: P2P and GPUDirect RDMA still on"),
+    "PHB": LinkClass("link-phb", "through a PCIe host bridge (the CPU): no P2P or GPUDirect RDMA by default"),
+    "NODE": LinkClass("link-node", "between PCIe host bridges of one NUMA node: no P2P or GPUDirect RDMA by default"),
+    "SYS": LinkClass("link-sys", "crosses the CPU interconnect (QPI/UPI): slow for P2P and GPUDirect"),
+    "X": LinkClass("link-self", "the device itself"),
+}
+UNKNOWN_LINK = LinkClass("link-other", "not a legend token")
+TOPOLOGY_CODES = ("TOPO", "GDR", "CH001")
+NO_MATRIX = (
+    "No `nvidia-smi topo -m` matrix in the inputs: run `nvidia-smi topo -m > topo.txt` on each host "
+    "and add the file to the inputs."
+)
+
+
+def link_class(token: str) -> str:
+    """The LINK_CLASSES key of a matrix cell ("NV18" -> "NV#", old drivers' "SOC" -> "SYS"), or "" if unknown."""
+    token = token.strip().upper()
+    if NV_TOKEN.match(token):
+        return "NV#"
+    if token == "SOC":
+        return "SYS"
+    return token if token in LINK_CLASSES else ""
+
+
+def _cell(topo: TopologyMatrix, a: str, b: str) -> str:
+    return (topo.links.get(a, {}).get(b) or topo.links.get(b, {}).get(a) or "").strip()
+
+
+@dataclass(frozen=True)
+class NearestNic:
+    """The NICs with the best PCIe path from one GPU (ties all listed), and that path's class."""
+
+    gpu: str
+    nics: list[str]
+    link: str
+
+    @property
+    def far(self) -> bool:
+        """PHB, NODE or SYS: NCCL leaves GPUDirect RDMA off by default and NIC traffic crosses the CPU."""
+        return bool(self.link) and PCIE_RANK[self.link] > NEAR
+
+
+def nearest_nics(topo: TopologyMatrix) -> list[NearestNic]:
+    """Per GPU, in matrix order: the NICs of the best PCIe class (NVLink does not reach NICs; unknown cells skipped)."""
+    result = []
+    for gpu in topo.gpus:
+        classes = {nic: link_class(_cell(topo, gpu, nic)) for nic in topo.nics}
+        ranked = {nic: PCIE_RANK[c] for nic, c in classes.items() if c in PCIE_RANK}
+        best = min(ranked.values(), default=None)
+        nics = [nic for nic, rank in ranked.items() if rank == best]
+        result.append(NearestNic(gpu, nics, classes[nics[0]] if nics else ""))
+    return result
+
+
+def _titles(topologies: list[TopologyMatrix]) -> list[str]:
+    """Each matrix's file name and line; the whole path where two files share a name (one per host)."""
+    names = [Path(t.source).name for t in topologies]
+    repeated = {name for name, n in Counter(names).items() if n > 1}
+    return [f"{t.source if name in repeated else name}:{t.line}" for t, name in zip(topologies, names, strict=True)]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _link_cell(token: str, name: str) -> Static:
+    css = LINK_CLASSES.get(link_class(token), UNKNOWN_LINK).css
+    return Static(token or "?", name=name, classes=f"cell {css}", markup=False)
+
+
+def _grid(css_class: str, columns: str, cells: list[Static]) -> Grid:
+    grid = Grid(*cells, classes=css_class)
+    grid.styles.grid_size_columns = len(columns.split())
+    grid.styles.grid_columns = columns
+    return grid
+
+
+def _matrix_grid(topo: TopologyMatrix) -> Grid:
+    """Header row, then one row per device: each cell named "ROW|COLUMN" and classed by its link class."""
+    width = max((len(d) for d in topo.devices), default=4) + 2
+    cells = [Static("", classes="head"), *(Static(d, classes="head cell", markup=False) for d in topo.devices)]
+    for row in topo.devices:
+        cells.append(Static(row, classes="head", markup=False))
+        cells.extend(_link_cell(_cell(topo, row, col), f"{row}|{col}") for col in topo.devices)
+    return _grid("matrix", f"{width} " + f"{max(width, 6)} " * len(topo.devices), cells)
+
+
+def _nic_label(topo: TopologyMatrix, nic: str) -> str:
+    name = topo.nic_names.get(nic)
+    return f"{nic} ({name})" if name else nic
+
+
+def _nearest_grid(topo: TopologyMatrix, nearest: list[NearestNic]) -> Grid:
+    """Per GPU: nearest NIC(s), the link class (flagged when far), NUMA and CPU affinity."""
+    # Older drivers print no GPU NUMA ID column.
+    affinities = {"NUMA": topo.numa_affinity, "CPU affinity": topo.cpu_affinity, "GPU NUMA ID": topo.gpu_numa_id}
+    affinities = {heading: column for heading, column in affinities.items() if column}
+    headings = ["GPU", "Nearest NIC", "Link", "", *affinities]
+    cells = [Static(h, classes="head") for h in headings]
+    for near in nearest:
+        flag = "GPUDirect RDMA off by default" if near.far else ""
+        nics = ", ".join(_nic_label(topo, nic) for nic in near.nics) or "no NIC"
+        cells += [
+            Static(near.gpu, classes="head"),
+            Static(nics, name=near.gpu, classes="nearest-nic", markup=False),
+            _link_cell(near.link, near.gpu),
+            Static(flag, classes="far" if near.far else ""),
+        ]
+        cells += [Static(column.get(near.gpu, ""), markup=False) for column in affinities.values()]
+    return _grid("nearest", " ".join("auto" for _ in headings), cells)
+
+
+def _legend(topologies: list[TopologyMatrix]) -> Grid:
+    """The link classes that appear in the matrices, with their colour and meaning."""
+    present = {link_class(token) for t in topologies for row in t.links.values() for token in row.values()}
+    cells: list[Static] = []
+    for key, link in LINK_CLASSES.items():
+        if key in present:
+            cells += [Static(key, classes=f"cell {link.css}"), Static(link.meaning, classes="meaning")]
+    return _grid("legend", "6 1fr", cells)
+
+
+class TopologyPane(VerticalScroll):
+    """Each matrix coloured by link class with its nearest-NIC table, one legend, and the topology findings."""
+
+    DEFAULT_CSS = """
+    TopologyPane { padding: 0 1; }
+    TopologyPane .title { text-style: bold; color: $primary; margin-top: 1; }
+    TopologyPane #topo-message { color: $text-muted; margin-top: 1; }
+    TopologyPane #topo-matrices { height: auto; }
+    TopologyPane .problem { color: $warning; }
+    TopologyPane Grid { height: auto; width: auto; grid-rows: 1; grid-gutter: 0 1; }
+    TopologyPane .matrix { grid-gutter: 0 0; }
+    TopologyPane .legend { width: 100%; }
+    TopologyPane .cell { content-align: center middle; width: 100%; }
+    TopologyPane .head { text-style: bold; }
+    TopologyPane .far { color: $warning; }
+    TopologyPane .link-nv { background: $success 70%; }
+    TopologyPane .link-pix { background: $success 35%; }
+    TopologyPane .link-pxb { background: $primary 35%; }
+    TopologyPane .link-phb { background: $warning 35%; }
+    TopologyPane .link-node { background: $warning 70%; }
+    TopologyPane .link-sys { background: $error 70%; }
+    TopologyPane .link-self, TopologyPane .link-other { color: $text-muted; }
+    """
+
+    def __init__(self, **kwargs: str) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.nearest: list[list[NearestNic]] = []
+        """Per matrix (in Case order): each GPU's nearest NICs, as shown."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("Reading inputs...", id="topo-message", markup=False)
+        yield Vertical(id="topo-matrices")
+        yield Static("Findings about the topology (Enter: show the evidence line)", classes="title findings")
+        yield FindingLinks(id="topo-findings", classes="findings")
+
+    def on_mount(self) -> None:
+        for widget in self.query(".findings"):
+            widget.display = False
 
     def show_case(self, view: CaseView) -> None:
-        self.update("Topology: not written yet")
+        topologies = view.case.topologies
+        self.nearest = [nearest_nics(t) for t in topologies]
+        message = self.query_one("#topo-message", Static)
+        message.update(NO_MATRIX)
+        message.display = not topologies
+        matrices = self.query_one("#topo-matrices", Vertical)
+        matrices.remove_children()
+        widgets: list[Widget] = []
+        for topo, title, nearest in zip(topologies, _titles(topologies), self.nearest, strict=True):
+            widgets += self._section(topo, title, nearest)
+        if topologies:
+            widgets += [Static("Link classes, nearest first", classes="title"), _legend(topologies)]
+        matrices.mount_all(widgets)
+        for widget in self.query(".findings"):
+            widget.display = True
+        self.query_one(FindingLinks).show_findings(
+            view.findings_with_prefix(*TOPOLOGY_CODES), "No findings about the topology."
+        )
+
+    @staticmethod
+    def _section(topo: TopologyMatrix, title: str, nearest: list[NearestNic]) -> list[Widget]:
+        summary = f"{_count(len(topo.gpus), 'GPU')}, {_count(len(topo.nics), 'NIC')}"
+        widgets: list[Widget] = [
+            Static(f"Matrix {title} ({summary})", classes="title", markup=False),
+            _matrix_grid(topo),
+        ]
+        widgets += [Static(f"Not read: {problem}", classes="problem", markup=False) for problem in topo.problems]
+        widgets.append(Static("GPU to nearest NIC, NUMA and CPU affinity", classes="title"))
+        widgets.append(_nearest_grid(topo, nearest) if topo.nics else Static("No NIC in this matrix."))
+        return widgets
