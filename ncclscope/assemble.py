@@ -675,10 +675,13 @@ def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
     ordered = sorted(edges.items(), key=lambda item: tuple("" if v is None else v for v in item[0][:9]))
     for full, (count, line, raw) in ordered[:EDGE_LIMIT]:
         path, host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, from_dev, to_dev = full
+        # NET edges are keyed by the local rank (whose NIC it is): the remote rank is kept apart as peer_rank
+        net = transport.startswith(("NET/", "COLLNET/"))
         out.append(
             Connection(
                 from_rank=rank,
-                to_rank=peer,
+                to_rank=-1 if net else peer,
+                peer_rank=peer if net and peer >= 0 else None,
                 from_dev=from_dev or None,
                 to_dev=to_dev or None,
                 transport=transport,

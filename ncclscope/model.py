@@ -199,6 +199,10 @@ class Connection(BaseModel):
     gdr: bool = False
     shared: bool = False
     proxy_rank: int | None = None
+    peer_rank: int | None = Field(
+        None,
+        description="NET edges (to_rank -1, from_rank the local rank): the rank at the other end, when printed.",
+    )
     channels: int = Field(description="How many lines show this edge.")
     evidence: Evidence
 
@@ -317,6 +321,63 @@ class TuningChoice(BaseModel):
     evidence: Evidence
 
 
+RunStatus = Literal["ok", "failed", "timed_out", "interrupted", "running", "not_run"]
+
+
+class RunStep(BaseModel):
+    """One command of an `ncclscope run` (one collective), as its manifest records it."""
+
+    collective: str
+    command: list[str] = Field(description="The argv that was run (or would be, with --dry-run).")
+    status: RunStatus = "not_run"
+    exit_code: int | None = None
+    started: str | None = None
+    duration_s: float | None = None
+    timeout_s: float | None = Field(None, description="The per-collective timeout it ran under.")
+    stdout: str | None = Field(None, description="File of the run directory holding its stdout.")
+    stderr: str | None = None
+    nccl_logs: list[str] = Field(default_factory=list, description="NCCL_DEBUG_FILE files its processes wrote.")
+    last_lines: list[Evidence] = Field(
+        default_factory=list, description="The last lines seen (stdout, stderr, NCCL logs) when it failed or hung."
+    )
+
+
+class RunCapture(BaseModel):
+    """A tool the runner asked about the machine (nvidia-smi ...), and what came of it."""
+
+    name: str
+    command: list[str] = Field(default_factory=list)
+    status: Literal["captured", "missing", "failed"]
+    file: str | None = None
+    detail: str = ""
+
+
+class RunRecord(BaseModel):
+    """What `ncclscope run` did, from the manifest.json of its run directory (the manifest is this model)."""
+
+    format: Literal["ncclscope-run"] = "ncclscope-run"
+    version: int = 1
+    ncclscope_version: str = ""
+    started: str | None = None
+    ended: str | None = None
+    host: str | None = None
+    argv: list[str] = Field(default_factory=list, description="The ncclscope command line.")
+    backend: str = Field(description="nccl-tests or torch.")
+    launcher: str = "none"
+    hosts: list[str] = Field(default_factory=list)
+    ranks_per_host: int | None = None
+    env_set: dict[str, str] = Field(default_factory=dict, description="Variables ncclscope set for the run.")
+    env_user: dict[str, str] = Field(
+        default_factory=dict, description="Variables ncclscope would have set but the user had: their values won."
+    )
+    captures: list[RunCapture] = Field(default_factory=list)
+    versions: dict[str, str] = Field(default_factory=dict, description="nccl, cuda, driver, torch when known.")
+    steps: list[RunStep] = Field(default_factory=list)
+    inputs: list[str] = Field(default_factory=list, description="Files of the run directory that hold the evidence.")
+    interrupted: bool = False
+    stopped: str | None = Field(None, description="Why the run stopped before the last collective, if it did.")
+
+
 class Case(BaseModel):
     """Everything understood from the inputs of one `ncclscope` invocation."""
 
@@ -347,6 +408,7 @@ class Case(BaseModel):
     framework_messages: list[NcclMessage] = Field(
         default_factory=list, description="PyTorch/framework lines about NCCL: watchdog timeouts, NCCL errors."
     )
+    run: RunRecord | None = Field(None, description="What `ncclscope run` did, when the input is its run directory.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -640,13 +640,14 @@ class NcclLogParser:
         hosts = self._host_column(record, column, n)
         pids = self._int_column(column, record.prefix.get("pid"), n)
         # a [receive] line names the remote sender first: NET edges are keyed by the local rank
-        local = dst if direction == "receive" and dst else src
+        local, remote = (dst, src) if direction == "receive" and dst else (src, dst)
         from_rank = self._int_column(column, local.get("rank"), n)
         net = f.get("net") or {}
         if is_net:
             nic = self._int_column(column, (net or f).get("net_dev"), n)
             proxy = self._int_column(column, (net or f).get("proxy_rank"), n)
-            keys = np.stack([hosts, pids, from_rank, nic, proxy], axis=1)
+            peer = self._int_column(column, remote.get("rank"), n)
+            keys = np.stack([hosts, pids, from_rank, nic, proxy, peer], axis=1)
             to_devs: tuple[np.ndarray | None, np.ndarray | None] | None = None
         else:
             to_rank = self._int_column(column, dst.get("rank"), n)
@@ -661,7 +662,7 @@ class NcclLogParser:
         for row, idx, count in zip(uniq.tolist(), first.tolist(), counts.tolist(), strict=False):
             host = hosts_by_id.get(row[0], b"").decode("utf-8", "replace") if row[0] >= 0 else None
             if is_net:
-                key = (host, row[1], transport, direction, row[2], -1, row[3], row[4], gdr, shared, "", "")
+                key = (host, row[1], transport, direction, row[2], row[5], row[3], row[4], gdr, shared, "", "")
             else:
                 devs = to_devs or (None, None)
                 fd = devs[0][idx].decode() if devs[0] is not None else ""
