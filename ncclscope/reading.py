@@ -9,14 +9,18 @@ Exit status contract (shared by every command that reads inputs):
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
 
 from ncclscope.assemble import assemble
-from ncclscope.model import Case, Source
+from ncclscope.model import Case, RunRecord, Source
 from ncclscope.parse import nccl_log
 from ncclscope.parse.source import ParsedInput, parse_input
-from ncclscope.sources import InputFile, expand_inputs
+from ncclscope.sources import RUN_MANIFEST, InputFile, expand_inputs, run_manifest
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -38,12 +42,40 @@ class ReadOutcome:
 def read_case(paths: list[str], jobs: int | None = None) -> ReadOutcome:
     """Every input named by `paths` (files, directories, `-`, .gz, ncclscope bundles), read into a Case."""
     files, problems = expand_inputs(paths)
-    return read_files(files, problems, paths, jobs)
+    outcome = read_files(files, problems, paths, jobs)
+    _attach_run(outcome, paths)
+    return outcome
 
 
-def read_files(files: list[InputFile], problems: list[str], paths: list[str], jobs: int | None = None) -> ReadOutcome:
-    """Inputs already expanded (`problems`: paths that could not be used; `paths`: as named)."""
-    parsed, interrupted = _parse_all(files, jobs)
+def _attach_run(outcome: ReadOutcome, paths: list[str]) -> None:
+    """The first run directory among `paths` fills Case.run; its evidence paths become the inputs' names."""
+    for raw in paths:
+        manifest = run_manifest(Path(raw)) if raw != "-" else None
+        if manifest is None:
+            continue
+        try:
+            record = RunRecord.model_validate(manifest)
+        except ValidationError as exc:
+            problem = f"run manifest not understood ({exc.error_count()} problems)"
+            outcome.messages.append(f"{Path(raw) / RUN_MANIFEST}: warning: {problem}")
+            continue
+        for step in record.steps:
+            for evidence in step.last_lines:
+                evidence.source = str(Path(raw) / evidence.source)
+        outcome.case.run = record
+        return
+
+
+def read_files(
+    files: list[InputFile],
+    problems: list[str],
+    paths: list[str],
+    jobs: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ReadOutcome:
+    """Inputs already expanded (`problems`: paths that could not be used; `paths`: as named).
+    `progress` is called with the size of each block read; giving it reads the inputs in this process."""
+    parsed, interrupted = _parse_all(files, 1 if progress else jobs, progress)
     case = assemble(parsed)
     messages = list(problems)
     unusable = bool(problems)
@@ -62,13 +94,15 @@ def read_files(files: list[InputFile], problems: list[str], paths: list[str], jo
     return outcome
 
 
-def _parse_all(files: list[InputFile], jobs: int | None) -> tuple[list[ParsedInput], bool]:
+def _parse_all(
+    files: list[InputFile], jobs: int | None, progress: Callable[[int], None] | None
+) -> tuple[list[ParsedInput], bool]:
     workers = _workers(files, jobs)
     if workers <= 1:
         results: list[ParsedInput] = []
         for item in files:
             try:
-                results.append(parse_input(item))
+                results.append(parse_input(item, progress))
             except KeyboardInterrupt:
                 results.append(ParsedInput(Source(path=item.display, problems=["interrupted while reading"])))
                 return results, True

@@ -1,8 +1,9 @@
 """Opening inputs and reading them as blocks of whole lines, with line numbers.
 
 An input is a file, `-` (stdin, streamed as it arrives), a `.gz` file, or a directory (read
-recursively). Problems never raise out of here: they are returned as `InputProblem`s naming the
-input, and whatever was read before the problem is still used.
+recursively; of a run directory of `ncclscope run`, the evidence files its manifest lists).
+Problems never raise out of here: they are returned as `InputProblem`s naming the input, and
+whatever was read before the problem is still used.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -57,7 +58,12 @@ def expand_inputs(paths: list[str]) -> tuple[list[InputFile], list[str]]:
             files.append(InputFile("-", "-"))
             continue
         path = Path(raw)
-        if path.is_dir():
+        if path.is_dir() and run_manifest(path) is not None:
+            unpacked, problem = run_inputs(path, raw)
+            files.extend(unpacked)
+            if problem:
+                problems.append(problem)
+        elif path.is_dir():
             members = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
             if not members:
                 problems.append(f"{raw}: directory holds no files")
@@ -119,6 +125,36 @@ def bundle_inputs(path: Path, raw: str) -> tuple[list[InputFile], str | None]:
     return files, None
 
 
+RUN_MANIFEST = "manifest.json"
+RUN_FORMAT = "ncclscope-run"
+
+
+def run_manifest(path: Path) -> dict[str, object] | None:
+    """The manifest of a run directory written by `ncclscope run`, or None for any other directory."""
+    try:
+        manifest = json.loads((path / RUN_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("format") == RUN_FORMAT else None
+
+
+def run_inputs(path: Path, raw: str) -> tuple[list[InputFile], str | None]:
+    """The evidence files a run manifest lists (never its reports, findings.json or the manifest itself,
+    which would otherwise be read back as inputs). Only plain relative names inside the directory are taken."""
+    manifest = run_manifest(path) or {}
+    names = manifest.get("inputs")
+    if not isinstance(names, list):
+        return [], f"{raw}: the run manifest lists no evidence files"
+    files: list[InputFile] = []
+    for name in names:
+        if not isinstance(name, str) or Path(name).is_absolute() or ".." in Path(name).parts:
+            continue
+        member = path / name
+        if member.is_file():
+            files.append(InputFile(str(member), str(Path(raw) / name)))
+    return files, None if files else f"{raw}: the run directory holds no evidence files yet"
+
+
 def open_binary(item: InputFile) -> BinaryIO:
     if item.is_stdin:
         return sys.stdin.buffer
@@ -138,8 +174,11 @@ def read_head(item: InputFile, size: int = SNIFF_BYTES) -> bytes:
         return b""
 
 
-def iter_blocks(item: InputFile, stats: ReadStats) -> Iterator[tuple[bytes, int]]:
-    """Blocks of whole lines (joined by b'\\n', no trailing newline) and the first line's number."""
+def iter_blocks(
+    item: InputFile, stats: ReadStats, progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines (joined by b'\\n', no trailing newline) and the first line's number.
+    `progress` is called with the size of every chunk read (decompressed bytes for a .gz)."""
     try:
         handle = open_binary(item)
     except OSError as exc:
@@ -171,6 +210,8 @@ def iter_blocks(item: InputFile, stats: ReadStats) -> Iterator[tuple[bytes, int]
                     stats.problems.append("binary data (NUL bytes), not a text log; skipped")
                     return
             stats.bytes += len(chunk)
+            if progress is not None:
+                progress(len(chunk))
             cut = chunk.rfind(b"\n")
             if cut < 0:
                 pending, overlong = _grow(pending, chunk, overlong)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ncclscope.model import BenchmarkRun, Evidence, NcclMessage, Source, TopologyMatrix, UnrecognizedLine
@@ -72,8 +73,9 @@ class _OtherLines:
             self.framework.append(NcclMessage(level="ERROR", family=family, message=body.strip(), evidence=evidence))
 
 
-def parse_input(item: InputFile) -> ParsedInput:
-    """Parse one input completely. Never raises for bad content; problems go to Source.problems."""
+def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) -> ParsedInput:
+    """Parse one input completely. Never raises for bad content; problems go to Source.problems.
+    `progress` is called with the size of each block of text read (the TUI's progress bar)."""
     source = Source(path=item.display)
     if item.path.endswith(".json") and not item.is_stdin:
         parsed = _parse_json(item, source)
@@ -82,7 +84,7 @@ def parse_input(item: InputFile) -> ParsedInput:
     stats = ReadStats()
     others = _OtherLines(item.display)
     log = NcclLogParser(others)
-    for block, first_line in iter_blocks(item, stats):
+    for block, first_line in iter_blocks(item, stats, progress):
         log.feed_block(block, first_line)
     parsed = ParsedInput(source, log.result, log.host_names())
     parsed.topologies = others.topology.finish()

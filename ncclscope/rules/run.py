@@ -705,7 +705,9 @@ def _world_size(ctx: Context) -> int | None:
 def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     """PyTorch's ProcessGroupNCCL watchdog timed out a collective (`Watchdog caught collective
     operation timeout: WorkNCCL(SeqNum=..., OpType=...) ran for ... milliseconds`), or PyTorch
-    raised an NCCL error (`NCCL error in: ...`, DistBackendError).
+    raised an NCCL error (`NCCL error in: ...`, DistBackendError), or `ncclscope run` ended a
+    collective on its per-collective timeout (`--timeout`); then the evidence is the last lines the
+    collective printed (stdout, stderr and the tail of each NCCL log) before it was ended.
 
     The finding groups the timeouts by collective (OpType, SeqNum), names the ranks that reported
     and, when the communicator size is known, those that did not; ranks stuck at different SeqNums
@@ -724,6 +726,7 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     Sources: formats.md B.18 ("Watchdog timeouts come from the framework (PyTorch), not from
     NCCL"); landscape.md 2.G.36 (desync, Flight Recorder) and section 1 (PyTorch Flight Recorder)
     """
+    yield from _runner_timeouts(ctx)
     msgs = ctx.case.framework_messages
     if not msgs:
         return
@@ -796,4 +799,20 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
             evidence=shown(m.evidence for m in group),
             evidence_count=len(group),
             ranks=ranks,
+        )
+
+
+def _runner_timeouts(ctx: Context) -> Iterable[Finding]:
+    """The collectives `ncclscope run` ended on its timeout (Case.run): hangs nobody else reports."""
+    run = ctx.case.run
+    for step in run.steps if run else []:
+        if step.status != "timed_out":
+            continue
+        limit = f" after its {step.timeout_s:.0f} s timeout" if step.timeout_s else " on its timeout"
+        message = (
+            f"`ncclscope run` ended {step.collective}{limit}: the collective hung"
+            f" ({_lines(len(step.last_lines))} seen last, shown as evidence)"
+        )
+        yield make_finding(
+            "RUN006", "error", message, evidence=list(step.last_lines), evidence_count=len(step.last_lines)
         )

@@ -1,0 +1,76 @@
+"""The run directory: its file names, and manifest.json (a RunRecord) rewritten as the run goes.
+
+    manifest.json              what ran, how it ended, the environment, the captures, the inputs
+    <collective>.stdout.txt    one stdout and one stderr file per collective
+    <collective>.stderr.txt
+    nccl.<host>.<pid>.log      NCCL_DEBUG_FILE of every process
+    nccl-topo.xml              NCCL_TOPO_DUMP_FILE (rank 0)
+    env.txt                    NCCL_*, CUDA_*, FI_*, UCX_* as the collectives saw them
+    topo.txt, gpus.txt         nvidia-smi topo -m and nvidia-smi -q basics, when nvidia-smi exists
+    report.html, findings.json the analysis, at the end
+
+The manifest lists the evidence files (`inputs`) so that reading the directory later
+(`ncclscope analyze RUN_DIR`) takes those and never the reports, which quote the evidence again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import tempfile
+from pathlib import Path
+
+from ncclscope.model import RunRecord
+from ncclscope.runner.environment import DEBUG_FILE_GLOB
+from ncclscope.sources import RUN_MANIFEST
+
+EVIDENCE_CAPTURES = ("topo.txt",)  # the captures the parsers read; gpus.txt and env.txt are for people
+
+
+def now() -> str:
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def default_run_dir() -> Path:
+    return Path(f"ncclscope-run-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+
+
+def output_names(collective: str) -> tuple[str, str]:
+    return f"{collective}.stdout.txt", f"{collective}.stderr.txt"
+
+
+def create_run_dir(path: Path) -> str | None:
+    """Make the directory; a problem (exists and is not empty, cannot be made) as one line."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        return f"{path}: already exists and is not an empty directory; choose another --out"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"{path}: cannot create the run directory: {exc.strerror or exc}"
+    return None
+
+
+def nccl_logs(run_dir: Path) -> list[str]:
+    return sorted(p.name for p in run_dir.glob(DEBUG_FILE_GLOB) if p.is_file())
+
+
+def evidence_inputs(run_dir: Path, record: RunRecord) -> list[str]:
+    names = [name for step in record.steps for name in (step.stdout, step.stderr) if name]
+    names += nccl_logs(run_dir)
+    names += [c.file for c in record.captures if c.file in EVIDENCE_CAPTURES]
+    return [name for name in names if _holds_something(run_dir / name)]
+
+
+def _holds_something(path: Path) -> bool:
+    """An empty stderr says nothing, and an empty input would count as unusable."""
+    return path.is_file() and path.stat().st_size > 0
+
+
+def write_manifest(run_dir: Path, record: RunRecord) -> None:
+    """Refresh the inputs list and replace manifest.json atomically (a reader never sees half of it)."""
+    record.inputs = evidence_inputs(run_dir, record)
+    fd, tmp = tempfile.mkstemp(prefix=".manifest.", dir=run_dir)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(record.model_dump_json(indent=2) + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, run_dir / RUN_MANIFEST)

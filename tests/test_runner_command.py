@@ -1,0 +1,301 @@
+"""`ncclscope run` end to end, through the real command line and real child processes.
+
+nccl-tests binaries need a GPU, which this machine lacks, so the nccl-tests path runs stand-ins:
+small shell scripts named like the binaries (`all_reduce_perf`) that print real output captured
+from ncclscope's built-in benchmark (fixtures/runner/torch_bench_gloo_2ranks.txt), write an NCCL
+debug log where NCCL_DEBUG_FILE says, and then succeed, fail or hang. Everything else is real:
+the runner, its process groups, timeouts, signals, the run directory and the analysis. The gloo
+test runs the torch backend for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ncclscope.reading import read_case
+
+from conftest import FIXTURES, run_cli
+
+CAPTURED = FIXTURES / "runner" / "torch_bench_gloo_2ranks.txt"
+NCCL_LOG_LINES = [  # written from formats.md A.1 (INFO and WARN prefixes)
+    "{host}:{pid}:{pid} [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+    "{host}:{pid}:{pid} [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>",
+]
+WARN_LINE = "{host}:{pid}:{pid} [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.4<43211> failed : Software caused connection abort"  # noqa: E501
+
+
+def captured_block(collective: str) -> str:
+    """One collective's block of the captured benchmark output, as the binary for it would print it."""
+    text = CAPTURED.read_text(encoding="utf-8")
+    start = text.index(f"# Collective test starting: {collective}_perf")
+    start = text.rfind("\n", 0, start - 1) + 1  # with the benchmark's banner line before it
+    end = text.index(f"# Collective test concluded: {collective}_perf")
+    return text[start : text.index("\n", end) + 1]
+
+
+def stand_in(folder: Path, collective: str, then: str = "exit 0", table: bool = True, warn: bool = False) -> Path:
+    """An executable `<collective>_perf` printing captured output and an NCCL log, then running `then`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    output = folder / f"{collective}.out"
+    output.write_text(captured_block(collective) if table else captured_block(collective).split("#\n#  ")[0])
+    log_lines = NCCL_LOG_LINES + ([WARN_LINE] if warn else [])
+    log = "\n".join(line.replace("{host}", "$host").replace("{pid}", "$$") for line in log_lines)
+    script = folder / f"{collective}_perf"
+    script.write_text(
+        "#!/bin/sh\n"
+        "host=$(hostname | cut -d. -f1)\n"
+        'log=$(printf %s "$NCCL_DEBUG_FILE" | sed "s/%h/$host/; s/%p/$$/")\n'
+        f'cat > "$log" <<EOF\n{log}\nEOF\n'
+        f'cat "{output}"\n'
+        f"{then}\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return script
+
+
+def manifest(run_dir: Path) -> dict:
+    return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+
+
+def run_with_stand_ins(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return run_cli("run", "--backend", "nccl-tests", "--nccl-tests-dir", str(tmp_path / "nt"), *args, cwd=tmp_path)
+
+
+# ------------------------------------------------------------------------------ the nccl-tests path
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[bytes]]:
+    """One run, two collectives, read by the tests below (which only look)."""
+    tmp_path = tmp_path_factory.mktemp("finished")
+    for collective in ("all_reduce", "alltoall"):
+        stand_in(tmp_path / "nt", collective)
+    done = run_with_stand_ins(tmp_path, "all_reduce", "alltoall", "-g", "2", "-e", "1M", "--out", "run")
+    return tmp_path / "run", done
+
+
+def test_a_run_writes_its_evidence_reports_and_manifest_into_one_directory(finished_run) -> None:  # type: ignore[no-untyped-def]
+    run_dir, done = finished_run
+    assert done.returncode == 0, done.stderr.decode()
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"manifest.json", "report.html", "findings.json", "env.txt"} <= names
+    assert {"all_reduce.stdout.txt", "all_reduce.stderr.txt", "alltoall.stdout.txt", "alltoall.stderr.txt"} <= names
+    assert len([n for n in names if n.startswith("nccl.") and n.endswith(".log")]) == 2
+    assert f"run directory {Path('run')}" in done.stderr.decode()
+
+
+def test_the_manifest_records_commands_statuses_environment_and_captures(finished_run) -> None:  # type: ignore[no-untyped-def]
+    run_dir, _ = finished_run
+    record = manifest(run_dir)
+    assert record["format"] == "ncclscope-run" and record["backend"] == "nccl-tests" and not record["interrupted"]
+    first = record["steps"][0]
+    assert first["command"][0].endswith("/nt/all_reduce_perf")
+    assert first["command"][1:] == "-b 8 -e 1M -f 2 -n 20 -w 5 -g 2 -c 1".split()
+    assert [(s["collective"], s["status"], s["exit_code"]) for s in record["steps"]] == [
+        ("all_reduce", "ok", 0),
+        ("alltoall", "ok", 0),
+    ]
+    assert record["env_set"]["NCCL_DEBUG_SUBSYS"] == "INIT,ENV,GRAPH,NET,TUNING"
+    assert record["env_set"]["NCCL_DEBUG_FILE"] == f"{run_dir.resolve()}/nccl.%h.%p.log"
+    assert record["versions"]["nccl"] == "2.21.5"
+    nvidia = {c["name"]: c["status"] for c in record["captures"]}
+    assert set(nvidia) == {"nvidia-smi topo -m", "nvidia-smi -q"}  # missing here, captured on a GPU host
+
+
+def test_the_tables_of_a_run_parse_as_their_collectives(finished_run) -> None:  # type: ignore[no-untyped-def]
+    run_dir, _ = finished_run
+    case = read_case([str(run_dir)], jobs=1).case
+    assert sorted(b.collective for b in case.benchmarks) == ["all_reduce", "alltoall"]
+    assert all(len(b.rows) == 6 and all(r.out_of_place.wrong == 0 for r in b.rows) for b in case.benchmarks)
+    assert case.nccl_versions == ["2.21.5+cuda12.4"]
+    assert case.run is not None and case.run.backend == "nccl-tests"
+
+
+def test_findings_json_is_the_analysis_of_the_run_directory(finished_run) -> None:  # type: ignore[no-untyped-def]
+    run_dir, _ = finished_run
+    findings = json.loads((run_dir / "findings.json").read_text(encoding="utf-8"))
+    assert {s["path"] for s in findings["case"]["sources"]} == {
+        str(Path("run") / name) for name in manifest(run_dir)["inputs"]
+    }
+    assert findings["case"]["run"]["steps"][1]["collective"] == "alltoall"
+
+
+def test_analyze_reads_a_run_directory_from_its_manifest_not_its_reports(finished_run) -> None:  # type: ignore[no-untyped-def]
+    run_dir, _ = finished_run
+    done = run_cli("analyze", "--format", "json", str(run_dir))
+    assert done.returncode == 0, done.stderr.decode()
+    sources = {Path(s["path"]).name for s in json.loads(done.stdout)["case"]["sources"]}
+    assert sources == set(manifest(run_dir)["inputs"])
+    assert not sources & {"report.html", "findings.json", "manifest.json", "env.txt"}
+
+
+# ------------------------------------------------------------------------------ hangs, failures, Ctrl-C
+def test_a_hung_collective_is_ended_at_its_timeout_and_reported_with_its_last_lines(tmp_path: Path) -> None:
+    stand_in(tmp_path / "nt", "all_reduce", then="sleep 600", table=False)
+    stand_in(tmp_path / "nt", "alltoall")
+    done = run_with_stand_ins(tmp_path, "all_reduce", "alltoall", "--timeout", "3", "--out", "run")
+    assert done.returncode == 1
+    record = manifest(tmp_path / "run")
+    hung, after = record["steps"]
+    assert hung["status"] == "timed_out" and hung["timeout_s"] == 3
+    assert after["status"] == "not_run"
+    assert record["stopped"].startswith("all_reduce timed out")
+    findings = json.loads((tmp_path / "run" / "findings.json").read_text(encoding="utf-8"))["findings"]
+    (run006,) = [f for f in findings if f["code"] == "RUN006"]
+    assert "ended all_reduce after its 3 s timeout" in run006["message"]
+    texts = [e["text"] for e in run006["evidence"]]
+    assert "# Using devices" in texts  # the last stdout lines before the hang
+    assert any("NCCL INFO Bootstrap : Using eth0" in t for t in texts)  # the tail of its NCCL log
+
+
+def test_a_failing_collective_is_recorded_and_stops_the_run(tmp_path: Path) -> None:
+    stand_in(tmp_path / "nt", "all_reduce", then="echo 'all_reduce_perf: test NCCL failure' >&2; exit 1", warn=True)
+    stand_in(tmp_path / "nt", "alltoall")
+    done = run_with_stand_ins(tmp_path, "all_reduce", "alltoall", "--out", "run")
+    assert done.returncode == 1
+    steps = manifest(tmp_path / "run")["steps"]
+    assert [(s["status"], s["exit_code"]) for s in steps] == [("failed", 1), ("not_run", None)]
+    assert "all_reduce failed (exit status 1)" in done.stderr.decode()
+    assert any("test NCCL failure" in e["text"] for e in steps[0]["last_lines"])
+    assert (tmp_path / "run" / "report.html").is_file()
+
+
+def test_keep_going_runs_the_next_collective_after_a_failure(tmp_path: Path) -> None:
+    stand_in(tmp_path / "nt", "all_reduce", then="exit 1")
+    stand_in(tmp_path / "nt", "alltoall")
+    done = run_with_stand_ins(tmp_path, "all_reduce", "alltoall", "--keep-going", "--out", "run")
+    assert done.returncode == 1
+    assert [s["status"] for s in manifest(tmp_path / "run")["steps"]] == ["failed", "ok"]
+
+
+def test_ctrl_c_stops_the_run_keeps_what_was_collected_and_exits_130(tmp_path: Path) -> None:
+    stand_in(tmp_path / "nt", "all_reduce", then="sleep 600")
+    argv = [sys.executable, "-m", "ncclscope", "run", "all_reduce", "--backend", "nccl-tests"]
+    argv += ["--nccl-tests-dir", str(tmp_path / "nt"), "--out", "run"]
+    child = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout = tmp_path / "run" / "all_reduce.stdout.txt"
+    deadline = time.monotonic() + 60
+    while "Collective test concluded" not in (stdout.read_text() if stdout.exists() else ""):
+        assert time.monotonic() < deadline and child.poll() is None, "the stand-in never started"
+        time.sleep(0.1)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err.decode()
+    record = manifest(tmp_path / "run")
+    assert record["interrupted"] and record["steps"][0]["status"] == "interrupted"
+    assert "interrupted; what was collected is kept" in err.decode()
+    assert (tmp_path / "run" / "findings.json").is_file() and stdout.stat().st_size > 0
+
+
+# ------------------------------------------------------------------------------ environment, dry run, usage
+def test_a_debug_variable_the_user_set_wins_and_the_run_says_so(tmp_path: Path) -> None:
+    stand_in(tmp_path / "nt", "all_reduce")
+    env = dict(os.environ, NCCL_DEBUG_SUBSYS="INIT,NET", COLUMNS="160")
+    argv = [sys.executable, "-m", "ncclscope", "run", "all_reduce", "--backend", "nccl-tests", "--out", "run"]
+    done = subprocess.run(
+        [*argv, "--nccl-tests-dir", str(tmp_path / "nt")], cwd=tmp_path, env=env, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    record = manifest(tmp_path / "run")
+    assert record["env_user"] == {"NCCL_DEBUG_SUBSYS": "INIT,NET"}
+    assert "NCCL_DEBUG_SUBSYS" not in record["env_set"]
+    assert "NCCL_DEBUG_SUBSYS=INIT,NET" in (tmp_path / "run" / "env.txt").read_text()
+    assert done.stderr.decode().count("keeping your NCCL_DEBUG_SUBSYS=INIT,NET") == 1
+
+
+def test_dry_run_prints_the_environment_and_one_command_per_collective_and_runs_nothing(tmp_path: Path) -> None:
+    for collective in ("all_reduce", "sendrecv"):
+        stand_in(tmp_path / "nt", collective)
+    done = run_with_stand_ins(tmp_path, "all_reduce", "sendrecv", "-g", "8", "--out", "run", "--dry-run")
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    assert "export NCCL_DEBUG=INFO" in lines and "export NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING" in lines
+    commands = [line for line in lines if "_perf" in line]
+    assert [c.split()[0].rsplit("/", 1)[1] for c in commands] == ["all_reduce_perf", "sendrecv_perf"]
+    assert commands[0].endswith("-b 8 -e 8G -f 2 -n 20 -w 5 -g 8 -c 1")
+    assert not (tmp_path / "run").exists()
+
+
+def test_dry_run_shows_the_mpirun_command_of_a_multi_host_run(tmp_path: Path) -> None:
+    stand_in(tmp_path / "nt", "all_reduce")
+    args = ["all_reduce", "-g", "8", "--launcher", "mpirun", "--hosts", "h1,h2", "--dry-run"]
+    done = run_with_stand_ins(tmp_path, *args)
+    (command,) = [line for line in done.stdout.decode().splitlines() if line.startswith("mpirun")]
+    assert command.startswith("mpirun -np 16 -H h1:8,h2:8 --bind-to none -x NCCL_DEBUG -x NCCL_DEBUG_SUBSYS")
+    assert command.endswith("-g 1 -c 1")
+
+
+def test_without_nccl_tests_binaries_the_nccl_tests_backend_says_how_to_get_them(tmp_path: Path) -> None:
+    done = run_with_stand_ins(tmp_path, "all_reduce", "--out", "run")
+    assert done.returncode == 2
+    message = done.stderr.decode()
+    assert "nccl-tests binaries not found (all_reduce_perf" in message and "NCCL_TESTS_HOME" in message
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_size_is_a_usage_error_naming_the_option(tmp_path: Path) -> None:
+    stand_in(tmp_path / "nt", "all_reduce")
+    done = run_with_stand_ins(tmp_path, "all_reduce", "-e", "lots")
+    assert done.returncode == 2 and "-e 'lots': not a size" in done.stderr.decode()
+
+
+def test_an_existing_run_directory_is_not_overwritten(tmp_path: Path) -> None:
+    stand_in(tmp_path / "nt", "all_reduce")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "keep.txt").write_text("mine")
+    done = run_with_stand_ins(tmp_path, "all_reduce", "--out", "run")
+    assert done.returncode == 2 and "already exists" in done.stderr.decode()
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["keep.txt"]
+
+
+# ------------------------------------------------------------------------------ the torch backend, for real
+def torch_or_skip() -> None:
+    """CI sets NCCLSCOPE_REQUIRE_TORCH=1: there a missing torch is a failure, not a skip."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        if os.environ.get("NCCLSCOPE_REQUIRE_TORCH") == "1":
+            pytest.fail("torch is required here (NCCLSCOPE_REQUIRE_TORCH=1): pip install 'ncclscope[runner]'")
+        pytest.skip("torch is not installed")
+
+
+@pytest.mark.slow
+def test_the_torch_backend_runs_gloo_collectives_for_real_and_analyzes_them(tmp_path: Path) -> None:
+    torch_or_skip()
+    args = ["all_reduce", "all_gather", "--backend", "torch", "-g", "2", "-e", "1M", "-n", "5", "-w", "1"]
+    done = run_cli("run", *args, "--out", "run", cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    run_dir = tmp_path / "run"
+    record = manifest(run_dir)
+    assert record["backend"] == "torch" and [s["status"] for s in record["steps"]] == ["ok", "ok"]
+    assert "--backend gloo" in " ".join(record["steps"][0]["command"])
+    case = read_case([str(run_dir)], jobs=1).case
+    assert [(b.collective, b.nranks) for b in case.benchmarks] == [("all_reduce", 2), ("all_gather", 2)]
+    busbw_factor = {"all_reduce": 1.0, "all_gather": 0.5}  # 2(n-1)/n and (n-1)/n for n = 2
+    for bench in case.benchmarks:
+        assert [r.size for r in bench.rows] == [8 << i for i in range(18)]  # 8 B to 1 MiB
+        for m in [m for r in bench.rows for m in (r.out_of_place, r.in_place)]:
+            assert m.wrong == 0
+        for row in bench.rows:
+            m = row.out_of_place
+            assert m.algbw == pytest.approx(row.size / (m.time_us * 1e3), abs=0.006, rel=0.01)
+            assert m.busbw == pytest.approx(m.algbw * busbw_factor[bench.collective], abs=0.006)
+    assert (run_dir / "report.html").stat().st_size > 0
+    assert json.loads((run_dir / "findings.json").read_text())["case"]["run"]["backend"] == "torch"
+
+
+def test_dry_run_of_a_torchrun_multi_host_run_says_to_start_it_on_every_host(tmp_path: Path) -> None:
+    torch_or_skip()
+    done = run_cli("run", "all_reduce", "--backend", "torch", "--launcher", "torchrun", "--hosts", "a,b", "-g", "8",
+                   "--dry-run", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    assert "start this same command on every host of --hosts; they meet at a:29500" in done.stderr.decode()
+    (command,) = [line for line in done.stdout.decode().splitlines() if "torch.distributed.run" in line]
+    assert "--nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint a:29500" in command
