@@ -26,6 +26,7 @@ from rich.table import Table
 
 from ncclscope import __version__
 from ncclscope.model import Analysis, BenchmarkRow, Finding
+from ncclscope.render.labels import human_size
 
 DEFAULT_THRESHOLD = 0.10
 
@@ -259,13 +260,6 @@ def exit_code(diff: RunDiff, fail_on_regression: bool = True) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # output
-
-
-def human_size(size: int) -> str:
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size >= factor and size % factor == 0:
-            return f"{size // factor} {unit}"
-    return f"{size} B"
 
 
 def _bw(value: float | None) -> str:

@@ -29,7 +29,8 @@ from ncclscope.render.html import (
     ranks_text,
     render_html,
 )
-from ncclscope.render.plots import Plot, benchmark_plots, human_size
+from ncclscope.render.labels import human_size
+from ncclscope.render.plots import Plot, benchmark_plots
 
 HTML_SUFFIXES = (".html", ".htm")
 MARKDOWN_SUFFIXES = (".md", ".markdown")

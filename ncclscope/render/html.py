@@ -17,7 +17,8 @@ from ncclscope import __version__
 from ncclscope.model import Analysis, Connection, Evidence, Finding, TopologyMatrix
 from ncclscope.render.findings import describe_platform, headline
 from ncclscope.render.findings import evidence_shown as capped_evidence
-from ncclscope.render.plots import Plot, human_size
+from ncclscope.render.labels import human_size
+from ncclscope.render.plots import Plot
 
 EVIDENCE_CAP = 10  # evidence lines shown per finding; the rest are counted
 ROWS_CAP = 200  # rows of a long table (hosts, settings, edges, warnings)

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
 
 from ncclscope.model import Analysis, BandwidthJudgement, BenchmarkRun  # noqa: E402
+from ncclscope.render.labels import human_size, judgement_for, run_label  # noqa: E402
 
 SMALL_SIZES = 1 << 20  # latency plots cover messages up to 1 MiB
 MAX_RUNS_PLOTTED = 24  # a huge case keeps a readable report: the rest is counted, not drawn
@@ -37,16 +38,6 @@ class Plot:
     alt: str
     png: bytes
     run_index: int | None = None
-
-
-def human_size(size: float) -> str:
-    """8 -> 8 B, 1024 -> 1 KiB, 1073741824 -> 1 GiB (binary units, as nccl-tests sizes are)."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:g} {unit}" if unit == "B" else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{value:g} TiB"  # pragma: no cover
 
 
 def _size_axis(ax) -> None:  # type: ignore[no-untyped-def]
@@ -66,12 +57,6 @@ def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     return buf.getvalue()
-
-
-def run_label(run: BenchmarkRun) -> str:
-    name = run.collective or "benchmark"
-    ranks = f", {run.nranks} ranks" if run.nranks else ""
-    return f"{name}{ranks}"
 
 
 def _slug(text: str) -> str:
@@ -131,13 +116,6 @@ def latency_plot(run: BenchmarkRun, index: int) -> Plot | None:
     fig.tight_layout()
     alt = f"time in microseconds against message size up to 1 MiB for {run_label(run)} (input line {run.line})"
     return Plot(f"latency-{index}-{_slug(run.collective or 'run')}", "latency", title, alt, _png(fig), index)
-
-
-def judgement_for(analysis: Analysis, run: BenchmarkRun) -> BandwidthJudgement | None:
-    for j in analysis.bandwidth:
-        if j.source == run.source and j.line == run.line:
-            return j
-    return None
 
 
 def benchmark_plots(analysis: Analysis) -> tuple[list[Plot], int]:

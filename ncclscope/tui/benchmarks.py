@@ -17,6 +17,7 @@ from textual_plotext.plot import Plot
 
 from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Finding, Measurement
 from ncclscope.platforms import unjudged_need
+from ncclscope.render.labels import human_size, judgement_for, run_label
 from ncclscope.render.summary import peak_busbw
 from ncclscope.rules.bench import OLD_ERROR_LAYOUTS
 from ncclscope.tui.messages import JumpToLine
@@ -327,7 +328,6 @@ def busbw_ticks(top: float) -> list[float]:
 
 def _sweeps_of(view: CaseView, run: BenchmarkRun) -> list[Sweep]:
     """A run that tests several types or reductions (nccl-tests -d all -o all) is one sweep of sizes per pair."""
-    from ncclscope.render.plots import judgement_for, run_label  # matplotlib: loaded once a case is shown
 
     judgement = judgement_for(view.analysis, run)
     verdict = _engine_verdict(view, run, judgement)
@@ -392,14 +392,6 @@ def _number(value: float | None) -> str:
 
 def _short_source(path: str) -> str:
     return path.rsplit("/", 1)[-1]
-
-
-def human_size(size: int) -> str:
-    """Sizes as the reports write them (8 B, 1 KiB, 8 GiB)."""
-    # render.plots loads matplotlib (about a second): import it when a case is shown, not when the TUI starts.
-    from ncclscope.render.plots import human_size as report_size
-
-    return report_size(size)
 
 
 def _tick_label(size: int) -> str:
