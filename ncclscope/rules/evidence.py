@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ncclscope.model import Finding
+from ncclscope.platforms import cpu_run
 from ncclscope.rules.context import NEEDS, Context
 from ncclscope.rules.registry import make_finding, rule
 
@@ -36,9 +37,18 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
         if need != "nccl_log" and not ctx.has("nccl_log") and need in ("init", "connections", "graph", "tuning"):
             continue
         what = NEEDS[need].split(":")[0]
-        yield make_finding(
-            "EVD001",
-            "info",
-            f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs lack {what}",
-            fix=f"Add {NEEDS[need]}.",
-        )
+        message = f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs lack {what}"
+        fix = f"Add {NEEDS[need]}."
+        if need in GPU_ONLY and _gloo_run(ctx):
+            message += " (this run used gloo between CPU processes, which writes neither NCCL logs nor a matrix)"
+            fix = "Run `ncclscope run` on a GPU host: NCCL writes its log and nvidia-smi its matrix into the run."
+        yield make_finding("EVD001", "info", message, fix=fix)
+
+
+GPU_ONLY = ("nccl_log", "topology")
+
+
+def _gloo_run(ctx: Context) -> bool:
+    """An `ncclscope run` directory whose benchmark ran on CPU processes only."""
+    runs = ctx.case.benchmarks
+    return ctx.case.run is not None and bool(runs) and all(cpu_run(r) for r in runs)
