@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
+
+EXIT_UNUSABLE = 2
+EXIT_INTERNAL = 3
+NO_TERMINAL = "tui needs a terminal, and stdout is not one (`ncclscope analyze` prints the findings)"
 
 
 def tui(
@@ -13,4 +18,29 @@ def tui(
     ],
 ) -> None:
     """Explore inputs in the terminal UI: findings, hosts, communicators, topology, benchmarks, raw log."""
-    raise typer.Exit(3)  # filled in by the TUI work
+    if not sys.stdout.isatty():  # checked first, so that stdin is not swallowed for a UI that cannot be shown
+        _fail([NO_TERMINAL], EXIT_UNUSABLE)
+    from ncclscope.tui.loading import prepare_inputs, reattach_terminal, unusable_messages
+
+    prepared = prepare_inputs(paths)
+    messages, nothing_usable = unusable_messages(prepared)
+    if nothing_usable:
+        _fail(messages or [f"{', '.join(paths)}: nothing to read"], EXIT_UNUSABLE)
+    if not sys.stdin.isatty():
+        # stdin was a pipe (spooled already when named as `-`): the keyboard is the terminal.
+        try:
+            reattach_terminal()
+        except OSError as exc:
+            _fail([f"tui reads keys from the terminal, and /dev/tty cannot be opened: {exc.strerror}"], EXIT_UNUSABLE)
+    from ncclscope.tui.app import NcclscopeApp
+
+    app = NcclscopeApp(prepared)
+    app.run()
+    if app.internal_error is not None:
+        _fail([f"internal error: {app.internal_error}"], EXIT_INTERNAL)
+
+
+def _fail(messages: list[str], code: int) -> None:
+    for message in messages:
+        print(f"ncclscope: {message}", file=sys.stderr)
+    raise typer.Exit(code)

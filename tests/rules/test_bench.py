@@ -249,10 +249,10 @@ def test_a_gloo_run_with_wrong_results_is_still_an_error(tmp_path):
 
 def test_a_gloo_run_directory_says_why_it_has_no_nccl_log(tmp_path):
     from ncclscope.model import RunRecord
-    from ncclscope.runner.rundir import write_manifest
 
     (tmp_path / "all_reduce.stdout.txt").write_text((REPO / GLOO_RUN).read_text())
-    write_manifest(tmp_path, RunRecord(backend="torch", inputs=["all_reduce.stdout.txt"]))
+    manifest = RunRecord(backend="torch", inputs=["all_reduce.stdout.txt"])
+    (tmp_path / "manifest.json").write_text(manifest.model_dump_json())
     messages = [f.message for f in analysis_of(tmp_path).findings if f.code == "EVD001"]
     assert len(messages) == 2
     assert all("gloo between CPU processes" in m for m in messages)
