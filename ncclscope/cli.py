@@ -19,7 +19,7 @@ from rich.console import Console
 
 from ncclscope import __version__
 from ncclscope.model import Case
-from ncclscope.reading import EXIT_FINDINGS, EXIT_UNUSABLE, read_case
+from ncclscope.reading import EXIT_UNUSABLE, FailOn, findings_exit, read_case
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
 
@@ -118,12 +118,6 @@ class AnalyzeFormat(str, Enum):
     sarif = "sarif"
 
 
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-    never = "never"
-
-
 @app.command()
 def analyze(
     paths: PathsArg,
@@ -164,17 +158,7 @@ def analyze(
         raise typer.Exit(EXIT_UNUSABLE)
     if outcome.exit_code == EXIT_UNUSABLE and not analysis.findings:
         raise typer.Exit(EXIT_UNUSABLE)
-    raise typer.Exit(_findings_exit(analysis.summary, fail_on, outcome.exit_code))
-
-
-def _findings_exit(summary: dict[str, int], fail_on: FailOn, read_status: int) -> int:
-    if read_status == EXIT_UNUSABLE:
-        return EXIT_UNUSABLE
-    if fail_on is FailOn.error and summary.get("error"):
-        return EXIT_FINDINGS
-    if fail_on is FailOn.warning and (summary.get("error") or summary.get("warning")):
-        return EXIT_FINDINGS
-    return 0
+    raise typer.Exit(findings_exit(analysis.summary, fail_on, outcome.exit_code))
 
 
 @app.command()

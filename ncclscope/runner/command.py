@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ncclscope.reading import EXIT_FINDINGS, EXIT_UNUSABLE, FailOn, findings_exit
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from ncclscope.runner.environment import RunEnvironment
     from ncclscope.runner.plan import Layout, Sweep
 
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
+EXIT_USAGE = EXIT_UNUSABLE
 EXIT_INTERRUPTED = 130
 
 
@@ -38,12 +39,6 @@ class LauncherChoice(str, Enum):
     mpirun = "mpirun"
     srun = "srun"
     torchrun = "torchrun"
-
-
-class RunFailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-    never = "never"
 
 
 def run(
@@ -103,8 +98,8 @@ def run(
         bool, typer.Option("--no-analyze", help="Collect only; `ncclscope analyze RUN_DIR` later.")
     ] = False,
     fail_on: Annotated[
-        RunFailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this severity.")
-    ] = RunFailOn.error,
+        FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this severity.")
+    ] = FailOn.error,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the environment and the command lines; run nothing.")
     ] = False,
@@ -188,7 +183,7 @@ def _run(
     sweep: Sweep,
     keep_going: bool,
     no_analyze: bool,
-    fail_on: RunFailOn,
+    fail_on: FailOn,
 ) -> int:
     from rich.console import Console
 
@@ -228,7 +223,7 @@ def _run(
     return EXIT_FINDINGS if failed else code
 
 
-def _analyze(run_dir: Path, fail_on: RunFailOn, err: Console) -> int:
+def _analyze(run_dir: Path, fail_on: FailOn, err: Console) -> int:
     """Findings printed like `ncclscope analyze`; 1 when one reaches --fail-on."""
     from rich.console import Console
 
@@ -240,5 +235,4 @@ def _analyze(run_dir: Path, fail_on: RunFailOn, err: Console) -> int:
         err.print(f"ncclscope: {message}", markup=False)
     print_text(analysis, Console(highlight=False, soft_wrap=True))
     err.print(f"ncclscope: wrote {run_dir / 'report.html'} and {run_dir / 'findings.json'}", markup=False)
-    worst = {"error": ("error",), "warning": ("error", "warning"), "never": ()}[fail_on.value]
-    return EXIT_FINDINGS if any(analysis.summary.get(level) for level in worst) else 0
+    return findings_exit(analysis.summary, fail_on)
