@@ -1,0 +1,232 @@
+"""The ncclscope terminal UI: one tab per screen over the inputs, the raw log shown at once, findings when parsed."""
+
+from __future__ import annotations
+
+import time
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widget import Widget
+from textual.widgets import Footer, Header, ProgressBar, Static, TabbedContent, TabPane, Tabs
+from textual.worker import get_current_worker
+
+from ncclscope.model import Analysis
+from ncclscope.tui.benchmarks import BenchmarksPane
+from ncclscope.tui.communicators import CommunicatorsPane
+from ncclscope.tui.findings import FindingsPane
+from ncclscope.tui.help import HelpScreen
+from ncclscope.tui.hosts import HostsPane
+from ncclscope.tui.loading import BackgroundParse, Done, PreparedInputs, Progress
+from ncclscope.tui.messages import JumpToLine
+from ncclscope.tui.palette import NcclscopeCommands, PaletteCommand
+from ncclscope.tui.raw_log import RawLogPane
+from ncclscope.tui.topology import TopologyPane
+from ncclscope.tui.view import CaseView
+
+# (tab id, title, pane class): the order is the number key of each tab.
+TABS: list[tuple[str, str, type[Widget]]] = [
+    ("findings", "Findings", FindingsPane),
+    ("hosts", "Hosts", HostsPane),
+    ("communicators", "Communicators", CommunicatorsPane),
+    ("topology", "Topology", TopologyPane),
+    ("benchmarks", "Benchmarks", BenchmarksPane),
+    ("raw-log", "Raw log", RawLogPane),
+]
+THEMES = ("textual-dark", "textual-light")
+MB = 1024 * 1024
+
+
+class NcclscopeApp(App[int]):
+    """Opens on Findings; the raw log is readable at once, the other screens fill in when parsing ends."""
+
+    TITLE = "ncclscope"
+    COMMANDS = App.COMMANDS | {NcclscopeCommands}
+    CSS = """
+    #tabs { height: 1fr; }
+    #tabs > ContentSwitcher { height: 1fr; }
+    #tabs TabPane { height: 1fr; padding: 0; }
+    #loading { dock: bottom; height: 1; background: $panel; }
+    #loading.done { display: none; }
+    #loading-text { width: auto; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        *(
+            Binding(str(number), f"show_tab('{tab}')", title, show=False)
+            for number, (tab, title, _) in enumerate(TABS, start=1)
+        ),
+        Binding("slash", "search_log", "Search the raw log", key_display="/", show=False),
+        Binding("ctrl+t", "toggle_theme", "Dark/light"),
+    ]
+
+    def __init__(self, prepared: PreparedInputs) -> None:
+        super().__init__()
+        self.prepared = prepared
+        self.view: CaseView | None = None
+        self.messages: list[str] = []
+        self.parse_job = BackgroundParse(prepared)
+        self.parse_seconds: float | None = None  # time from mount to findings shown
+        self.internal_error: str | None = None
+        self._started = time.monotonic()
+        self._bytes_read = 0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(initial="findings", id="tabs"):
+            for tab, title, pane in TABS:
+                with TabPane(title, id=tab):
+                    yield pane(id=f"{tab}-pane")
+        with Horizontal(id="loading"):
+            yield Static("Reading inputs...", id="loading-text")
+            yield ProgressBar(total=max(self.prepared.total_bytes, 1), show_eta=False, id="loading-bar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.prepared.names
+        self._started = time.monotonic()
+        # The raw log first, before any parsing: its first lines are the first screen of a large input.
+        self.raw_log.open_files(self.prepared.raw)
+        self.findings.action_focus_list()
+        self._ticker = self.set_interval(0.5, self._show_progress)
+        self._parse()
+
+    def on_unmount(self) -> None:
+        self.parse_job.stop()
+
+    @property
+    def raw_log(self) -> RawLogPane:
+        return self.query_one(RawLogPane)
+
+    @property
+    def findings(self) -> FindingsPane:
+        return self.query_one(FindingsPane)
+
+    @property
+    def parsing(self) -> bool:
+        """True until the findings are shown (or parsing failed)."""
+        return not self.query_one("#loading").has_class("done")
+
+    # Parsing: a thread waits on the child process so that the event loop never blocks.
+
+    @work(thread=True, exclusive=True, group="parse")
+    def _parse(self) -> None:
+        worker = get_current_worker()
+        self.parse_job.start()
+        for event in self.parse_job.events(lambda: worker.is_cancelled):
+            if worker.is_cancelled:
+                return
+            if isinstance(event, Progress):
+                self.call_from_thread(self._advance, event.bytes_read)
+            elif isinstance(event, Done):
+                # Validated here, off the event loop: a large Case takes a moment.
+                analysis = Analysis.model_validate_json(event.analysis_json)
+                self.call_from_thread(self._show_analysis, analysis, event.messages)
+            else:
+                self.call_from_thread(self._parse_failed, event.error)
+
+    def _advance(self, size: int) -> None:
+        self._bytes_read += size
+        self.query_one(ProgressBar).advance(size)
+        self._show_progress()
+
+    def _show_progress(self) -> None:
+        elapsed = time.monotonic() - self._started
+        total = self.prepared.total_bytes
+        self.query_one("#loading-text", Static).update(
+            f"Reading and analysing: {self._bytes_read / MB:,.0f} of {total / MB:,.0f} MB, {elapsed:.1f} s"
+        )
+
+    def _show_analysis(self, analysis: Analysis, messages: list[str]) -> None:
+        self.view = CaseView(analysis, self.prepared.raw)
+        self.messages = messages
+        for _, _, pane in TABS:
+            self.query_one(pane).show_case(self.view)  # type: ignore[attr-defined]
+        self.findings.show_problems(messages)
+        if messages:
+            more = f" (and {len(messages) - 1} more on the Findings screen)" if len(messages) > 1 else ""
+            self.notify(messages[0] + more, title="Read problems", severity="warning", timeout=8)
+        self._loading_done()
+
+    def _parse_failed(self, error: str) -> None:
+        self.messages = [f"parsing failed: {error}"]
+        self.findings.show_problems(self.messages)
+        self.notify(error, title="Parsing failed", severity="error", timeout=15)
+        self._loading_done()
+
+    def _loading_done(self) -> None:
+        self.parse_seconds = time.monotonic() - self._started
+        self._ticker.stop()
+        self.query_one("#loading").add_class("done")
+
+    # Actions and messages.
+
+    def action_show_tab(self, tab: str) -> None:
+        tabbed = self.query_one(TabbedContent)
+        tabbed.active = tab
+        # Focus goes with the tab: left in the hidden pane, Textual would move it to a neighbour there and
+        # TabbedContent would switch back to the pane that holds it.
+        tabbed.query_one(Tabs).focus()
+        self.call_after_refresh(self._focus_into, tabbed.get_pane(tab))
+
+    def _focus_into(self, pane: Widget) -> None:
+        """Focus the pane's main view: its tallest focusable widget (the first of equals), when it has one."""
+        inside = [widget for widget in self.screen.focus_chain if pane in widget.ancestors]
+        if inside:
+            max(inside, key=lambda widget: widget.outer_size.height).focus()
+
+    def action_search_log(self) -> None:
+        self.action_show_tab("raw-log")
+        self.raw_log.focus_search()
+
+    def action_toggle_theme(self) -> None:
+        self.theme = THEMES[1] if self.theme == THEMES[0] else THEMES[0]
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        keys = [
+            (binding.key_display or self.get_key_display(binding), binding.description)
+            for binding in self._described_bindings()
+        ]
+        self.push_screen(HelpScreen(keys))
+
+    def _described_bindings(self) -> list[Binding]:
+        """Keys of the app and of the focused screen that have a description, the app's number keys included."""
+        seen: set[str] = set()
+        found: list[Binding] = []
+        for key, active in self.screen.active_bindings.items():
+            if active.binding.description and key not in seen:
+                seen.add(key)
+                found.append(active.binding)
+        return found
+
+    def on_jump_to_line(self, message: JumpToLine) -> None:
+        self.action_show_tab("raw-log")
+        self.raw_log.goto(message.source, message.line)
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        """What the command palette offers besides Textual's own commands."""
+        commands = [
+            PaletteCommand(f"Show {title}", f"Key {number}", lambda tab=tab: self.action_show_tab(tab))
+            for number, (tab, title, _) in enumerate(TABS, start=1)
+        ]
+        commands.append(PaletteCommand("Toggle dark/light theme", "Key ctrl+t", self.action_toggle_theme))
+        if self.view is not None:
+            commands.extend(
+                PaletteCommand(f"Finding {f.code}: {f.message[:80]}", f.severity, lambda code=f.code: self._open(code))
+                for f in self.view.analysis.findings
+            )
+        return commands
+
+    def _open(self, code: str) -> None:
+        self.action_show_tab("findings")
+        self.findings.select_code(code)
+
+    def _handle_exception(self, error: Exception) -> None:
+        # The command line's promise: an internal error is one line (command.py prints it), never a traceback.
+        self.internal_error = f"{type(error).__name__}: {error}"
+        super()._handle_exception(error)
+        self._exit_renderables.clear()
