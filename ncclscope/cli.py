@@ -18,8 +18,7 @@ import typer
 from rich.console import Console
 
 from ncclscope import __version__
-from ncclscope.model import Case
-from ncclscope.reading import EXIT_UNUSABLE, FailOn, findings_exit, read_case
+from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
 
@@ -31,7 +30,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-EXIT_INTERNAL = 3
 
 
 class OutputFormat(str, Enum):
@@ -48,6 +46,13 @@ RedactOpt = Annotated[
 JobsOpt = Annotated[
     int | None, typer.Option("--jobs", "-j", help="Parallel processes for several inputs (default: one per core).")
 ]
+
+
+def read_case(paths: list[str], jobs: int | None):  # type: ignore[no-untyped-def]
+    """ncclscope.reading.read_case, imported when a command reads (the parser is the heavy part)."""
+    from ncclscope.reading import read_case as read
+
+    return read(paths, jobs)
 
 
 def _read(paths: list[str], jobs: int | None, redact: bool):  # type: ignore[no-untyped-def]
@@ -314,7 +319,7 @@ def schema(
     ] = SchemaKind.case,
 ) -> None:
     """Print a JSON schema: of the Case, or of the analysis output."""
-    from ncclscope.model import Analysis
+    from ncclscope.model import Analysis, Case
 
     model = Case if kind is SchemaKind.case else Analysis
     _write_output(json.dumps(model.model_json_schema(), indent=2), None)

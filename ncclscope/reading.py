@@ -12,36 +12,27 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ncclscope.assemble import assemble
+from ncclscope.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.model import Case, RunRecord, Source
 from ncclscope.parse import nccl_log
 from ncclscope.parse.source import ParsedInput, parse_input
 from ncclscope.sources import RUN_MANIFEST, InputFile, expand_inputs, run_manifest
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_UNUSABLE = 2
-
-
-class FailOn(str, Enum):
-    """The least severe finding that makes a command exit 1 (`--fail-on`)."""
-
-    error = "error"
-    warning = "warning"
-    never = "never"
-
-
-def findings_exit(summary: dict[str, int], fail_on: FailOn, read_status: int = EXIT_OK) -> int:
-    """Exit status of a command that analyzed: 2 if an input was unusable, 1 if a finding reached `fail_on`."""
-    if read_status == EXIT_UNUSABLE:
-        return EXIT_UNUSABLE
-    levels = {FailOn.error: ("error",), FailOn.warning: ("error", "warning"), FailOn.never: ()}[fail_on]
-    return EXIT_FINDINGS if any(summary.get(level) for level in levels) else EXIT_OK
+__all__ = [
+    "EXIT_FINDINGS",
+    "EXIT_OK",
+    "EXIT_UNUSABLE",
+    "FailOn",
+    "ReadOutcome",
+    "findings_exit",
+    "read_case",
+    "read_files",
+]
 
 
 @dataclass

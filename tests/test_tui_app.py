@@ -123,8 +123,9 @@ async def test_enter_on_an_evidence_line_opens_the_raw_log_at_that_line(repo_cwd
 async def test_key_presses_are_answered_while_parsing_runs(repo_cwd: Path) -> None:
     app = app_for(JOB)
     async with app.run_test(size=SIZE) as pilot:
+        while app.parse_job.pid is None:  # the child starts once the first screen is painted
+            await pilot.pause(0.01)
         pid = app.parse_job.pid
-        assert pid is not None  # the child is started on mount
         os.kill(pid, signal.SIGSTOP)  # hold the parse where it is, whatever the machine's speed
         try:
             await pilot.press("3")

@@ -101,7 +101,7 @@ def _order(label: str) -> tuple[str, int]:
     return (match[1], int(match[2])) if match else (label, -1)
 
 
-def _ranges(numbers: Iterable[int]) -> str:
+def number_ranges(numbers: Iterable[int]) -> str:
     """0-3,5,7-8: consecutive numbers as ranges."""
     parts = []
     for _, run in itertools.groupby(enumerate(sorted(set(numbers))), key=lambda item: item[1] - item[0]):
@@ -120,7 +120,7 @@ def _labels(labels: Iterable[str]) -> str:
             groups[match[1]].append(int(match[2]))
         else:
             plain.append(label)
-    out = [f"{prefix}{_ranges(numbers)}" for prefix, numbers in groups.items()]
+    out = [f"{prefix}{number_ranges(numbers)}" for prefix, numbers in groups.items()]
     return ", ".join(out + sorted(set(plain)))
 
 

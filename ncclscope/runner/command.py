@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ncclscope.reading import EXIT_FINDINGS, EXIT_UNUSABLE, FailOn, findings_exit
+from ncclscope.exit_status import EXIT_FINDINGS, EXIT_UNUSABLE, FailOn, findings_exit
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -91,7 +91,8 @@ class NcclscopeApp(App[int]):
         self.raw_log.open_files(self.prepared.raw)
         self.findings.action_focus_list()
         self._ticker = self.set_interval(0.5, self._show_progress)
-        self._parse()
+        # The parsing process starts once the first screen is painted: on 2 cores its start-up would delay it.
+        self.call_after_refresh(self._parse)
 
     def on_unmount(self) -> None:
         self.parse_job.stop()

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-EXIT_UNUSABLE = 2
-EXIT_INTERNAL = 3
+from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE
 NO_TERMINAL = "tui needs a terminal, and stdout is not one (`ncclscope analyze` prints the findings)"
 
 

@@ -10,11 +10,11 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from ncclscope.model import SEVERITY_ORDER, Finding, Source
+from ncclscope.tui.finding_links import SEVERITY_STYLE
 from ncclscope.tui.messages import JumpToLine
 from ncclscope.tui.view import CaseView
 
 # Theme variables keep the colours legible on dark and light themes alike.
-SEVERITY_STYLE = {"error": "$text-error", "warning": "$text-warning", "info": "$text-primary"}
 EVIDENCE_TEXT_CHARS = 300
 
 

@@ -11,16 +11,14 @@ from typing import TypeVar
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.color import Color
 from textual.containers import VerticalScroll
-from textual.content import Content
-from textual.widgets import DataTable, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets import DataTable, Static
 
-from ncclscope.model import Case, CommRank, Evidence, Finding, Host, Process
-from ncclscope.rules.topo import _ranges as ranges_text
+from ncclscope.model import Case, CommRank, Evidence, Host, Process
+from ncclscope.rules.topo import number_ranges as ranges_text
 from ncclscope.rules.version import driver_text
+from ncclscope.tui.finding_links import FindingLinks
 from ncclscope.tui.messages import JumpToLine
 from ncclscope.tui.view import CaseView
 
@@ -34,7 +32,6 @@ NO_LOG = (
     "(NCCL_DEBUG_SUBSYS=INIT,NET shows versions, networks and plugins)."
 )
 Row = TypeVar("Row")
-SEVERITY_STYLE = {"error": "bold $error", "warning": "bold $warning", "info": "$text-muted"}
 
 
 def _joined(values: Iterable[object]) -> str:
@@ -177,38 +174,6 @@ def rank_rows(case: Case) -> tuple[str, list[RankRow]]:
 def _natural_key(cell: object) -> tuple[tuple[int, int | str], ...]:
     """Sort "10" after "9" and "gpu-2" before "gpu-10"."""
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", str(cell)) if part)
-
-
-class FindingLinks(OptionList):
-    """Findings one per line (code, severity, message); Enter posts JumpToLine for the first evidence line."""
-
-    BINDINGS = [Binding("enter", "select", "Show evidence")]
-
-    DEFAULT_CSS = """
-    FindingLinks { height: auto; max-height: 14; }
-    """
-
-    def __init__(self, **kwargs: str) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._findings: list[Finding] = []
-
-    def show_findings(self, findings: list[Finding], none_text: str) -> None:
-        self.clear_options()
-        self._findings = findings
-        if not findings:
-            self.add_option(Option(Content.styled(none_text, "$text-muted"), disabled=True))
-            return
-        self.add_options(
-            Content.assemble((f.code, "bold"), " ", (f"{f.severity:<7}", SEVERITY_STYLE[f.severity]), " ", f.message)
-            for f in findings
-        )
-        self.highlighted = 0  # Enter acts at once when the list gets the focus
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        evidence = self._findings[event.option_index].evidence
-        if evidence:
-            self.post_message(JumpToLine(evidence[0].source, evidence[0].line))
 
 
 class HostsPane(VerticalScroll):

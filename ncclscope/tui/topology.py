@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from ncclscope.model import TopologyMatrix
 from ncclscope.rules.topo import NEAR, NV_TOKEN, PCIE_RANK
-from ncclscope.tui.hosts import FindingLinks
+from ncclscope.tui.finding_links import FindingLinks
 from ncclscope.tui.view import CaseView
 
 
