@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import Footer, Header, ProgressBar, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
@@ -95,6 +96,7 @@ class NcclscopeApp(App[int]):
         self.call_after_refresh(self._parse)
 
     def on_unmount(self) -> None:
+        self.workers.cancel_group(self, "parse")
         self.parse_job.stop()
 
     @property
@@ -128,7 +130,19 @@ class NcclscopeApp(App[int]):
             else:
                 self.call_from_thread(self._parse_failed, event.error)
 
+    def _shutting_down(self) -> bool:
+        """The parse can end while the app quits (its panes already gone): then there is nothing to show."""
+        if self._exit:
+            return True
+        try:
+            self.query_one("#loading")
+        except (NoMatches, ScreenStackError):
+            return True
+        return False
+
     def _advance(self, size: int) -> None:
+        if self._shutting_down():
+            return
         self._bytes_read += size
         self.query_one(ProgressBar).advance(size)
         self._show_progress()
@@ -141,6 +155,8 @@ class NcclscopeApp(App[int]):
         )
 
     def _show_analysis(self, analysis: Analysis, messages: list[str]) -> None:
+        if self._shutting_down():
+            return
         self.view = CaseView(analysis, self.prepared.raw)
         self.messages = messages
         for _, _, pane in TABS:
@@ -152,6 +168,8 @@ class NcclscopeApp(App[int]):
         self._loading_done()
 
     def _parse_failed(self, error: str) -> None:
+        if self._shutting_down():
+            return
         self.messages = [f"parsing failed: {error}"]
         self.findings.show_problems(self.messages)
         self.notify(error, title="Parsing failed", severity="error", timeout=15)
