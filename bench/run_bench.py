@@ -398,9 +398,7 @@ def render_table(rows: list[Row]) -> str:
     return "\n".join([line(header), sep, *(line(b) for b in body)])
 
 
-def target_lines(
-    main: Row, scaling: Row | None, size_mb: float, jobs: int, analyze: Row | None = None
-) -> list[str]:
+def target_lines(main: Row, scaling: Row | None, size_mb: float, jobs: int, analyze: Row | None = None) -> list[str]:
     """The targets next to the measured figures, with PASS/MISS."""
     cores = os.cpu_count() or 1
 

@@ -50,9 +50,7 @@ class ReadOutcome:
 def read_case(paths: list[str], jobs: int | None = None) -> ReadOutcome:
     """Every input named by `paths` (files, directories, `-`, .gz, ncclscope bundles), read into a Case."""
     files, problems = expand_inputs(paths)
-    outcome = read_files(files, problems, paths, jobs)
-    _attach_run(outcome, paths)
-    return outcome
+    return read_files(files, problems, paths, jobs)
 
 
 def _attach_run(outcome: ReadOutcome, paths: list[str]) -> None:
@@ -97,6 +95,7 @@ def read_files(
         unusable = True
         messages.append(f"{', '.join(paths)}: no NCCL log, topology matrix or nccl-tests output found")
     outcome = ReadOutcome(case, messages, interrupted, unusable)
+    _attach_run(outcome, paths)
     if interrupted:
         outcome.messages.append("interrupted: results cover what was read until then")
     return outcome

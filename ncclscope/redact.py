@@ -356,4 +356,9 @@ def read_case_redacted(paths: list[str], jobs: int | None = None, redactor: Reda
         copies, redactor = redact_inputs(files, Path(tmp), redactor)
         outcome = read_files(copies, problems, paths, jobs)
     outcome.messages = [redactor.redact_line(m) for m in outcome.messages]
+    if outcome.case.run is not None:  # read from the original run directory's manifest
+        if outcome.case.run.host:
+            redactor.add_host(outcome.case.run.host)
+        data = redactor.redact_json_data(outcome.case.run.model_dump(mode="json"))
+        outcome.case.run = type(outcome.case.run).model_validate(data)
     return outcome, redactor

@@ -169,3 +169,23 @@ def test_the_map_is_written_only_on_request(tmp_path: Path) -> None:
         "host": {"gpu-z1": "host-01"},
         "ip": {"10.0.0.9": "ip-01"},
     }
+
+
+def test_a_run_directory_manifest_is_redacted_too(tmp_path: Path) -> None:
+    from ncclscope.model import RunRecord
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "all_reduce.stdout.txt").write_text((REPO / "fixtures/runner/torch_bench_gloo_2ranks.txt").read_text())
+    record = RunRecord(
+        backend="torch",
+        host="secret-node-7.corp.example",
+        env_set={"NCCL_DEBUG_FILE": "/home/alice/runs/nccl.%h.%p.log"},
+        inputs=["all_reduce.stdout.txt"],
+    )
+    (run_dir / "manifest.json").write_text(record.model_dump_json())
+    outcome, _ = read_case_redacted([str(run_dir)], jobs=1)
+    assert outcome.case.run is not None and outcome.case.run.backend == "torch"
+    dumped = outcome.case.run.model_dump_json()
+    assert "secret-node-7" not in dumped
+    assert "alice" not in dumped

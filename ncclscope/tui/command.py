@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE
+
 NO_TERMINAL = "tui needs a terminal, and stdout is not one (`ncclscope analyze` prints the findings)"
 
 
