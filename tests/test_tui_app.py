@@ -195,3 +195,27 @@ def test_help_snapshot(repo_cwd: Path, snap_compare) -> None:  # type: ignore[no
         await pilot.press("question_mark")
 
     assert snap_compare(app_for(JOB), terminal_size=SIZE, run_before=open_help)
+
+
+async def test_the_raw_log_screen_filters_by_regular_expression_inside_the_app(repo_cwd: Path) -> None:
+    from ncclscope.tui.raw_log import LogLines
+
+    app = app_for(JOB)
+    async with app.run_test(size=SIZE) as pilot:
+        await parsed(app, pilot)
+        await pilot.press("6")
+        await pilot.click("#raw-regex")
+        await pilot.press(*"via NET/Socket", "enter")
+        await pilot.pause()
+        lines = app.query_one(LogLines)
+
+        async def filtered() -> None:
+            while lines.row_count == 0 or lines.row_count > 100:
+                await pilot.pause(0.05)
+
+        await asyncio.wait_for(filtered(), PARSE_WAIT_SECONDS)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        text = (REPO / JOB).read_text().splitlines()
+        expected = [n for n, line in enumerate(text, 1) if "via NET/Socket" in line]
+        assert expected and [lines.line_at(row) for row in range(lines.row_count)] == expected
