@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -87,24 +88,23 @@ def terminal_first_paint(path: str, repeat: int = 3) -> float | None:
     if shutil.which("tmux") is None:
         return None
     best = None
-    for _ in range(repeat):
-        server = ["tmux", "-L", f"ncclscope-bench-{os.getpid()}"]
-        subprocess.run([*server, "new-session", "-d", "-x", "140", "-y", "45", "sleep 60"], check=True)
+    for attempt in range(repeat):
+        server = ["tmux", "-L", f"ncclscope-bench-{os.getpid()}-{attempt}"]
+        command = f"{shlex.quote(sys.executable)} -m ncclscope tui {shlex.quote(path)}"
         try:
             start = time.perf_counter()
-            command = f"{sys.executable} -m ncclscope tui {path}"
-            subprocess.run([*server, "respawn-pane", "-k", "-t", "0", command], check=True)
+            subprocess.run([*server, "new-session", "-d", "-x", "140", "-y", "45", command], check=True)
             while (
                 "Communicators"
                 not in subprocess.run(
-                    [*server, "capture-pane", "-p", "-t", "0"], capture_output=True, text=True, check=False
+                    [*server, "capture-pane", "-p"], capture_output=True, text=True, check=False
                 ).stdout
             ):
                 time.sleep(0.005)
             seconds = time.perf_counter() - start
             best = seconds if best is None else min(best, seconds)
         finally:
-            subprocess.run([*server, "kill-server"], check=False)
+            subprocess.run([*server, "kill-server"], check=False, capture_output=True)
     return best
 
 

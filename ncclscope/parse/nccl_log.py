@@ -647,6 +647,10 @@ class NcclLogParser:
             nic = self._int_column(column, (net or f).get("net_dev"), n)
             proxy = self._int_column(column, (net or f).get("proxy_rank"), n)
             peer = self._int_column(column, remote.get("rank"), n)
+            if "channel_sub" in f:
+                # Only ring/tree connections (connIndex 0) keep their peer: p2p ones (connIndex 1, created lazily
+                # towards any rank) would make one edge per rank pair, millions on a large job.
+                peer = np.where(self._int_column(column, f["channel_sub"], n) == 0, peer, -1)
             keys = np.stack([hosts, pids, from_rank, nic, proxy, peer], axis=1)
             to_devs: tuple[np.ndarray | None, np.ndarray | None] | None = None
         else:
