@@ -190,3 +190,20 @@ async def test_placeholder_before_the_case_arrives() -> None:
 
 def test_screen_of_a_two_host_job(snap_compare: Any) -> None:
     assert snap_compare(harness(HEALTHY), terminal_size=SIZE)
+
+
+def test_trees_of_a_large_communicator_are_drawn_up_to_a_bound_and_the_rest_named() -> None:
+    """A chain tree per channel, 64 ranks x 64 channels: 4096 nodes, twice what is drawn."""
+    from ncclscope.model import CommRank, Communicator
+    from ncclscope.tui.communicators import TREE_NODES_DRAWN, EdgeIndex, trees_content
+
+    ranks, channels = 64, 64
+    trees = {
+        r: [f"[{c}] {(r + 1) if r + 1 < ranks else -1}/-1/-1->{r}->{r - 1 if r else -1}" for c in range(channels)]
+        for r in range(ranks)
+    }
+    comm = Communicator(id="big", nranks=ranks, ranks=[CommRank(rank=r, host="h") for r in range(ranks)], trees=trees)
+    text = trees_content(comm, EdgeIndex([])).plain
+    drawn = TREE_NODES_DRAWN // ranks
+    assert text.startswith("ch " + ", ".join(map(str, range(drawn))) + ":")  # identical trees drawn once
+    assert f"ch {', '.join(map(str, range(drawn, channels)))}: not drawn" in text

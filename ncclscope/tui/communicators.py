@@ -87,13 +87,20 @@ class EdgeIndex:
         self.sends: dict[tuple[int, int], list[Connection]] = defaultdict(list)
         self.receives: dict[tuple[int, int], list[Connection]] = defaultdict(list)
         self.net_of_rank: dict[int, list[Connection]] = defaultdict(list)
+        # What a link shows depends only on these facts of an edge: later edges repeating them (other processes,
+        # communicators or channels of a large job) are left out, so that a lookup stays short.
+        seen: set[tuple[object, ...]] = set()
         for edge in edges:
+            facts = (edge.from_rank, edge.to_rank, edge.peer_rank, edge.host, edge.direction, edge.nic, edge.gdr)
             if edge.to_rank >= 0:
-                self.direct[edge.from_rank, edge.to_rank].append(edge)
+                if facts[:4] not in seen:
+                    seen.add(facts[:4])
+                    self.direct[edge.from_rank, edge.to_rank].append(edge)
                 continue
             self.net_of_rank[edge.from_rank].append(edge)
-            if edge.peer_rank is None:
+            if edge.peer_rank is None or facts in seen:
                 continue
+            seen.add(facts)
             # NET edges are keyed by the local rank: a [receive] edge of rank b from a carries a -> b
             if edge.direction == "receive":
                 self.receives[edge.peer_rank, edge.from_rank].append(edge)
@@ -208,12 +215,24 @@ def tree_lines(
     return lines
 
 
+# Drawing every channel's tree of a 1024-rank job (32 channels x 1024 nodes) takes seconds on the UI thread:
+# channels are drawn until this many tree nodes are on the screen, the rest are named.
+TREE_NODES_DRAWN = 2048
+
+
 def trees_content(comm: Communicator, index: EdgeIndex) -> Content:
-    """Every channel's tree; channels whose trees draw the same are listed together."""
+    """Every channel's tree (up to TREE_NODES_DRAWN nodes); channels whose trees draw the same are listed
+    together."""
     hosts = _hosts_of(comm)
     show_hosts = len(_host_list(comm)) > 1
     groups: dict[str, tuple[list[int], list[Content]]] = {}
+    drawn = 0
+    not_drawn: list[int] = []
     for channel, nodes in parse_trees(comm.trees).items():
+        if drawn and drawn + len(nodes) > TREE_NODES_DRAWN:
+            not_drawn.append(channel)
+            continue
+        drawn += len(nodes)
         lines = tree_lines(nodes, index, hosts, show_hosts)
         key = "\n".join(line.plain for line in lines)
         groups.setdefault(key, ([], lines))[0].append(channel)
@@ -221,6 +240,12 @@ def trees_content(comm: Communicator, index: EdgeIndex) -> Content:
     for channels, lines in groups.values():
         heading = "ch " + ", ".join(map(str, channels)) + ":"
         blocks.append(Content("\n").join([Content.styled(heading, "bold"), *lines]))
+    if not_drawn:
+        note = (
+            f"ch {', '.join(map(str, not_drawn))}: not drawn ({TREE_NODES_DRAWN} tree nodes drawn at most); "
+            "their `Trees` lines are in the raw log (family filter: graph)"
+        )
+        blocks.append(Content.styled(note, "$text-muted"))
     return Content("\n").join(blocks)
 
 
@@ -316,6 +341,7 @@ class CommunicatorsPane(Vertical):
         self._view: CaseView | None = None
         self._index = EdgeIndex([])
         self._jumps: dict[str, dict[int, Evidence | None]] = {}
+        self._shown: int | None = None  # the communicator whose detail is drawn
 
     def compose(self) -> ComposeResult:
         yield Static("Reading inputs...", id="comm-message")
@@ -351,6 +377,7 @@ class CommunicatorsPane(Vertical):
 
     def show_case(self, view: CaseView) -> None:
         self._view = view
+        self._shown = None
         self._index = EdgeIndex(view.case.edges)
         table = self.query_one("#comm-list", DataTable)
         table.clear()
@@ -379,6 +406,9 @@ class CommunicatorsPane(Vertical):
     def show_communicator(self, number: int) -> None:
         """Fill the detail with communicator `number` (its place in the Case's list)."""
         assert self._view is not None
+        if number == self._shown:
+            return  # the list's cursor settling on the row already shown: drawing it again costs seconds
+        self._shown = number
         case = self._view.case
         comm = case.communicators[number]
         self.query_one("#comm-heading", Static).update(Content(comm_heading(comm, len(case.communicators))))
