@@ -56,6 +56,7 @@ import torch
 import torch.distributed as dist
 
 from ncclscope import __version__
+from ncclscope.runner import plan
 
 CORRUPT_ENV = "NCCLSCOPE_TORCH_BENCH_CORRUPT"
 
@@ -71,8 +72,6 @@ DTYPES = {
 
 # nccl-tests' -a: how the time of each rank becomes the time printed.
 AVERAGE_MODES = {0: "rank 0", 1: "average", 2: "minimum", 3: "maximum"}
-
-_SIZE_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 class BenchFailure(Exception):
@@ -451,13 +450,11 @@ def guarded(bench: Bench, coll: Collective, count: int, size: int, in_place: boo
 
 
 def parse_size(text: str) -> int:
-    """nccl-tests' sizes: bytes, or a number with a K, M or G suffix (powers of 1024)."""
-    text = text.strip()
-    scale = _SIZE_SUFFIX.get(text[-1:].upper(), 1)
-    digits = text[:-1] if scale != 1 else text
-    if not digits.isdigit():
-        raise argparse.ArgumentTypeError(f"invalid size {text!r}: bytes, or a number with K, M or G")
-    return int(digits) * scale
+    """nccl-tests' sizes, read as `ncclscope run` reads them."""
+    try:
+        return plan.parse_size(text, "size")
+    except plan.PlanError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive(text: str) -> int:
