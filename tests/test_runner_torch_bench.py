@@ -255,7 +255,7 @@ def test_outside_torchrun_it_says_how_to_start_it() -> None:
     [
         (["-b", "8K", "-e", "1K"], "-b 8192 is larger than -e 1024"),
         (["-b", "2"], "smaller than one float element"),
-        (["-b", "12Q"], "invalid size '12Q'"),
+        (["-b", "12Q"], "size '12Q': not a size"),
         (["all_reduce", "gather"], "unknown collective gather"),
     ],
     ids=["min-above-max", "below-one-element", "bad-suffix", "unknown-collective"],
