@@ -24,13 +24,12 @@ from ncclscope.render.html import (
     edge_groups,
     edge_text,
     evidence_shown,
-    nearest_nics,
-    nic_label,
     ranks_text,
     render_html,
 )
 from ncclscope.render.labels import human_size
 from ncclscope.render.plots import Plot, benchmark_plots
+from ncclscope.topology import nearest_nics, nic_label
 
 HTML_SUFFIXES = (".html", ".htm")
 MARKDOWN_SUFFIXES = (".md", ".markdown")

@@ -11,8 +11,9 @@ import pytest
 
 from ncclscope.engine import analyze
 from ncclscope.reading import read_case
-from ncclscope.render.html import DiffRow, DiffView, nearest_nics
+from ncclscope.render.html import DiffRow, DiffView
 from ncclscope.report import ReportError, write_html_report, write_markdown_report, write_report
+from ncclscope.topology import nearest_nics
 
 from conftest import REPO, analysis_of
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from textual.widgets import Static
 from tui_harness import PaneHarness, case_view
 
+from ncclscope.topology import NearestNic, nearest_nics
 from ncclscope.tui.hosts import FindingLinks
-from ncclscope.tui.topology import NearestNic, TopologyPane, nearest_nics
+from ncclscope.tui.topology import TopologyPane
 from ncclscope.tui.view import CaseView
 
 H100 = "fixtures/topo/h100_8gpu_nic_legend_tabs.txt"

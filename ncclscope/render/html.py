@@ -19,6 +19,7 @@ from ncclscope.render.findings import describe_platform, headline
 from ncclscope.render.findings import evidence_shown as capped_evidence
 from ncclscope.render.labels import human_size
 from ncclscope.render.plots import Plot
+from ncclscope.topology import nearest_nics, nic_label
 
 EVIDENCE_CAP = 10  # evidence lines shown per finding; the rest are counted
 ROWS_CAP = 200  # rows of a long table (hosts, settings, edges, warnings)
@@ -68,9 +69,6 @@ class DiffView:
     plot: Plot | None = None
 
 
-PATH_RANK = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
-
-
 def token_class(token: str) -> str:
     t = token.strip().upper()
     if t == "X":
@@ -82,26 +80,6 @@ def token_class(token: str) -> str:
     if t in ("PIX", "PXB", "PHB", "NODE"):
         return f"t-{t.lower()}"
     return "t-other"
-
-
-def nearest_nics(matrix: TopologyMatrix) -> list[tuple[str, list[str], str]]:
-    """Per GPU: the NICs with the best (shortest) path, and that path's token."""
-    result: list[tuple[str, list[str], str]] = []
-    for gpu in matrix.gpus:
-        row = matrix.links.get(gpu, {})
-        ranked = [(PATH_RANK.get(row.get(nic, "").upper(), 9), nic) for nic in matrix.nics if row.get(nic)]
-        if not ranked:
-            result.append((gpu, [], ""))
-            continue
-        best = min(r for r, _ in ranked)
-        nics = [nic for r, nic in ranked if r == best]
-        result.append((gpu, nics, row[nics[0]]))
-    return result
-
-
-def nic_label(matrix: TopologyMatrix, nic: str) -> str:
-    name = matrix.nic_names.get(nic)
-    return f"{nic} ({name})" if name and name != nic else nic
 
 
 def edge_groups(edges: Iterable[Connection]) -> list[tuple[str, list[Connection]]]:

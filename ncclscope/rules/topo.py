@@ -17,13 +17,8 @@ from dataclasses import dataclass, field
 from ncclscope.model import Case, Connection, Evidence, Finding, NcclMessage, Severity, TopologyMatrix
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
+from ncclscope.topology import NEAR, NV_TOKEN, PCIE_RANK, link
 
-# PCIe path classes of the matrix legend, nearest first; SOC is the old drivers' name for SYS.
-PCIE_RANK = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
-# NCCL uses P2P between GPUs, and GPUDirect RDMA between a GPU and a NIC, up to PXB by default
-# (src/graph/paths.cc); NODE is PHB-class for NCCL.
-NEAR = PCIE_RANK["PXB"]
-NV_TOKEN = re.compile(r"^NV(\d+)$")
 LABEL = re.compile(r"^(.*?)(\d+)$")
 # nvidia-smi lists RDMA devices as NICs (mlx5_0, rocep25s0f0, ibp12s0, efa0 ...); plain netdev
 # names mean an Ethernet port without RDMA.
@@ -64,10 +59,6 @@ CHANNEL_SHAPERS = ("NCCL_GRAPH_FILE", "NCCL_TOPO_FILE")  # fix the channels NCCL
 
 
 # ------------------------------------------------------------------------------------- matrices
-def _link(topo: TopologyMatrix, a: str, b: str) -> str:
-    return (topo.links.get(a, {}).get(b) or topo.links.get(b, {}).get(a) or "").strip().upper()
-
-
 def _nvlinks(token: str) -> int:
     match = NV_TOKEN.match(token)
     return int(match[1]) if match else 0
@@ -85,7 +76,7 @@ def _gpu_pairs(topo: TopologyMatrix) -> Iterator[tuple[str, str]]:
 
 
 def _nvlink_between(topo: TopologyMatrix, a: str, b: str) -> int:
-    return _nvlinks(_link(topo, a, b))
+    return _nvlinks(link(topo, a, b))
 
 
 def _common_nvlink_peer(topo: TopologyMatrix, a: str, b: str) -> str | None:
@@ -333,7 +324,7 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
     for topo in ctx.case.topologies:
         far: dict[str, set[tuple[str, str]]] = defaultdict(set)
         for a, b in _gpu_pairs(topo):
-            token = _link(topo, a, b)
+            token = link(topo, a, b)
             level = _pcie(token)
             if _nvlinks(token) or level not in ("SYS", "NODE", "PHB") or _common_nvlink_peer(topo, a, b):
                 continue
@@ -412,7 +403,7 @@ def nic_far_from_gpu(ctx: Context) -> Iterable[Finding]:
             continue
         nearest: dict[str, tuple[str, str]] = {}
         for gpu in topo.gpus:
-            cells = [(PCIE_RANK[tok], nic, tok) for nic in rdma if (tok := _link(topo, gpu, nic)) in PCIE_RANK]
+            cells = [(PCIE_RANK[tok], nic, tok) for nic in rdma if (tok := link(topo, gpu, nic)) in PCIE_RANK]
             if cells:
                 _, nic, token = min(cells)
                 nearest[gpu] = (nic, "SYS" if token == "SOC" else token)
@@ -535,7 +526,7 @@ def nvlink_uneven(ctx: Context) -> Iterable[Finding]:
                 parts.append(f"NV{count} on {_pairs_text(pairs)} ({_plural(len(pairs), 'pair')})")
             else:
                 odd |= pairs
-                paths = "/".join(sorted({_pcie(_link(topo, *p)) or _link(topo, *p) for p in pairs}))
+                paths = "/".join(sorted({_pcie(link(topo, *p)) or link(topo, *p) for p in pairs}))
                 routed = all(_common_nvlink_peer(topo, *p) for p in pairs)
                 via = ", NCCL routes them through an NVLink neighbour" if routed else ""
                 parts.append(f"no NVLink on {_pairs_text(pairs)} ({_plural(len(pairs), 'pair')}, {paths}{via})")
@@ -650,7 +641,7 @@ class _HostShm:
         a = _device_name(src) or f"rank {edge.from_rank}"
         b = _device_name(dst) or f"rank {edge.to_rank}"
         key = (min(a, b, key=_order), max(a, b, key=_order))
-        path = _link(topo, a, b) if topo is not None else ""
+        path = link(topo, a, b) if topo is not None else ""
         self.pairs.setdefault(key, f"{a} -> {b}" + (f" [{_pcie(path) or path}]" if path else ""))
         self.ranks.setdefault(key, []).append((edge.from_rank, edge.to_rank))
         self.evidence.append(edge.evidence)
@@ -844,9 +835,9 @@ def virtual_topology(ctx: Context) -> Iterable[Finding]:
 def _flat_matrix(topo: TopologyMatrix) -> bool:
     if not topo.nics or not topo.gpus:
         return False
-    if any(_link(topo, g, n) != "PHB" for g in topo.gpus for n in topo.nics):
+    if any(link(topo, g, n) != "PHB" for g in topo.gpus for n in topo.nics):
         return False
-    if any(_link(topo, a, b) != "PHB" for a, b in _gpu_pairs(topo) if not _nvlink_between(topo, a, b)):
+    if any(link(topo, a, b) != "PHB" for a, b in _gpu_pairs(topo) if not _nvlink_between(topo, a, b)):
         return False
     numa = {topo.numa_affinity.get(g, "").strip() for g in topo.gpus} - {"", "N/A"}
     cpus = {topo.cpu_affinity.get(g, "").strip() for g in topo.gpus} - {"", "N/A"}

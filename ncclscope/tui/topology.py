@@ -13,7 +13,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ncclscope.model import TopologyMatrix
-from ncclscope.rules.topo import NEAR, NV_TOKEN, PCIE_RANK
+from ncclscope.topology import NV_TOKEN, NearestNic, link, nearest_nics, nic_label
 from ncclscope.tui.finding_links import FindingLinks
 from ncclscope.tui.view import CaseView
 
@@ -52,36 +52,6 @@ def link_class(token: str) -> str:
     return token if token in LINK_CLASSES else ""
 
 
-def _cell(topo: TopologyMatrix, a: str, b: str) -> str:
-    return (topo.links.get(a, {}).get(b) or topo.links.get(b, {}).get(a) or "").strip()
-
-
-@dataclass(frozen=True)
-class NearestNic:
-    """The NICs with the best PCIe path from one GPU (ties all listed), and that path's class."""
-
-    gpu: str
-    nics: list[str]
-    link: str
-
-    @property
-    def far(self) -> bool:
-        """PHB, NODE or SYS: NCCL leaves GPUDirect RDMA off by default and NIC traffic crosses the CPU."""
-        return bool(self.link) and PCIE_RANK[self.link] > NEAR
-
-
-def nearest_nics(topo: TopologyMatrix) -> list[NearestNic]:
-    """Per GPU, in matrix order: the NICs of the best PCIe class (NVLink does not reach NICs; unknown cells skipped)."""
-    result = []
-    for gpu in topo.gpus:
-        classes = {nic: link_class(_cell(topo, gpu, nic)) for nic in topo.nics}
-        ranked = {nic: PCIE_RANK[c] for nic, c in classes.items() if c in PCIE_RANK}
-        best = min(ranked.values(), default=None)
-        nics = [nic for nic, rank in ranked.items() if rank == best]
-        result.append(NearestNic(gpu, nics, classes[nics[0]] if nics else ""))
-    return result
-
-
 def _titles(topologies: list[TopologyMatrix]) -> list[str]:
     """Each matrix's file name and line; the whole path where two files share a name (one per host)."""
     names = [Path(t.source).name for t in topologies]
@@ -111,13 +81,8 @@ def _matrix_grid(topo: TopologyMatrix) -> Grid:
     cells = [Static("", classes="head"), *(Static(d, classes="head cell", markup=False) for d in topo.devices)]
     for row in topo.devices:
         cells.append(Static(row, classes="head", markup=False))
-        cells.extend(_link_cell(_cell(topo, row, col), f"{row}|{col}") for col in topo.devices)
+        cells.extend(_link_cell(link(topo, row, col), f"{row}|{col}") for col in topo.devices)
     return _grid("matrix", f"{width} " + f"{max(width, 6)} " * len(topo.devices), cells)
-
-
-def _nic_label(topo: TopologyMatrix, nic: str) -> str:
-    name = topo.nic_names.get(nic)
-    return f"{nic} ({name})" if name else nic
 
 
 def _nearest_grid(topo: TopologyMatrix, nearest: list[NearestNic]) -> Grid:
@@ -129,7 +94,7 @@ def _nearest_grid(topo: TopologyMatrix, nearest: list[NearestNic]) -> Grid:
     cells = [Static(h, classes="head") for h in headings]
     for near in nearest:
         flag = "GPUDirect RDMA off by default" if near.far else ""
-        nics = ", ".join(_nic_label(topo, nic) for nic in near.nics) or "no NIC"
+        nics = ", ".join(nic_label(topo, nic) for nic in near.nics) or "no NIC"
         cells += [
             Static(near.gpu, classes="head"),
             Static(nics, name=near.gpu, classes="nearest-nic", markup=False),
@@ -144,9 +109,9 @@ def _legend(topologies: list[TopologyMatrix]) -> Grid:
     """The link classes that appear in the matrices, with their colour and meaning."""
     present = {link_class(token) for t in topologies for row in t.links.values() for token in row.values()}
     cells: list[Static] = []
-    for key, link in LINK_CLASSES.items():
+    for key, cls in LINK_CLASSES.items():
         if key in present:
-            cells += [Static(key, classes=f"cell {link.css}"), Static(link.meaning, classes="meaning")]
+            cells += [Static(key, classes=f"cell {cls.css}"), Static(cls.meaning, classes="meaning")]
     return _grid("legend", "6 1fr", cells)
 
 
