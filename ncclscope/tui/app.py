@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 
 from textual import work
-from textual.app import App, ComposeResult, ScreenStackError
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import Footer, Header, ProgressBar, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
@@ -131,14 +130,9 @@ class NcclscopeApp(App[int]):
                 self.call_from_thread(self._parse_failed, event.error)
 
     def _shutting_down(self) -> bool:
-        """The parse can end while the app quits (its panes already gone): then there is nothing to show."""
-        if self._exit:
-            return True
-        try:
-            self.query_one("#loading")
-        except (NoMatches, ScreenStackError):
-            return True
-        return False
+        """The parse can end while the app quits: Textual stops running before it removes the widgets one by one,
+        and then there is nothing to show."""
+        return self._exit or not self.is_running
 
     def _advance(self, size: int) -> None:
         if self._shutting_down():
@@ -148,6 +142,8 @@ class NcclscopeApp(App[int]):
         self._show_progress()
 
     def _show_progress(self) -> None:
+        if self._shutting_down():  # the ticker can fire while the app quits
+            return
         elapsed = time.monotonic() - self._started
         total = self.prepared.total_bytes
         self.query_one("#loading-text", Static).update(
