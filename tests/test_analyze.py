@@ -174,8 +174,24 @@ def test_every_catalog_code_is_a_rule_with_its_exact_name() -> None:
         pytest.skip("shared/knowledge is not beside the repository")
     catalog = dict(re.findall(r"^\| ([A-Z]+\d{3}) \| ([a-z0-9-]+) \|", CATALOG.read_text(), re.M))
     rules = all_rules()
-    assert set(catalog) == set(rules)
-    assert {code: rules[code].name for code in catalog} == catalog
+    assert set(rules) <= set(catalog), "every rule has a catalog code"
+    assert {code: catalog[code] for code in rules} == {code: r.name for code, r in rules.items()}
+    # codes the catalog published for work not done yet, each with the issue that brings it
+    assert set(catalog) - set(rules) == set(PLANNED_CODES)
+
+
+# Catalog codes whose rules come with later issues; a code leaves this list when its rule lands.
+PLANNED_CODES = {
+    "HANG001": "issue 12",
+    "HANG002": "issue 12",
+    "HANG003": "issue 12",
+    "TOPO007": "issue 13",
+    "TOPO008": "issue 13",
+    "TOPO009": "issue 13",
+    "NET008": "issue 13",
+    "VER002": "issue 13",
+    "CH002": "issue 13",
+}
 
 
 def test_diff_command_flags_a_regression_with_exit_one(tmp_path: Path) -> None:
