@@ -1,0 +1,375 @@
+"""The real-paste harness: parse and analyze every file of ../shared/corpus against its answer key.
+
+    python bench/corpus.py                       # per-file deviations, then one summary line
+    python bench/corpus.py --corpus DIR -v       # every file, also those without deviations
+    python bench/corpus.py --json out.json       # the figures, for scripts
+
+Each corpus file `*-dNNN.txt` has an entry in `keys/*.json` written by an NCCL expert: `must`
+(codes that must fire), `must_not` (false alarms), `max_severity_ok`, and `facts` (NCCL version,
+hosts, lines holding `NCCL INFO`/`NCCL WARN`, nccl-tests tables, GPUs and NICs of a matrix).
+Where this project disagrees with an entry after reading the text and NCCL's source, the entry
+and the reason are listed in tests/corpus_disagreements.toml; such entries are counted apart.
+
+The pipeline is the product's own: `read_case` (what every command reads with), the rules, and
+every renderer a user reaches (text, JSON, Markdown, SARIF, the HTML report). Any exception is
+an internal error, the one outcome a user must never see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+DISAGREEMENTS = REPO / "tests" / "corpus_disagreements.toml"
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+BUSBW_TOLERANCE = 0.006  # GB/s: the tables print two decimals
+# a line the key counts as an NCCL line: what `grep -c -E 'NCCL (INFO|WARN)'` counts
+NCCL_LINE_RE = re.compile(r"NCCL (?:INFO|WARN)")
+
+
+@dataclass
+class Disagreement:
+    file: str
+    item: str  # "must RUN004", "must_not NET001", "max_severity_ok", "facts.hosts", "facts.tests[0].rows" ...
+    reason: str
+
+
+@dataclass
+class FileResult:
+    name: str
+    internal_error: str = ""
+    unusable: str = ""  # the exit-2 message a user would see, for a file that holds real content
+    nccl_lines_key: int = 0  # lines holding NCCL INFO/WARN, as the key counts them
+    nccl_lines: int = 0  # NCCL lines the parser counted
+    typed: int = 0  # of those, lines whose every record has a known message family
+    untyped: list[str] = field(default_factory=list)
+    tests_checked: int = 0
+    tests_right: int = 0
+    topo_checked: int = 0
+    topo_right: int = 0
+    must: list[str] = field(default_factory=list)
+    must_hit: list[str] = field(default_factory=list)
+    false_alarms: list[str] = field(default_factory=list)
+    over_severity: str = ""
+    fired: dict[str, str] = field(default_factory=dict)  # code -> highest severity
+    deviations: list[str] = field(default_factory=list)
+    apart: list[str] = field(default_factory=list)  # deviations covered by a listed disagreement
+
+
+@dataclass
+class Summary:
+    files: int = 0
+    internal_errors: int = 0
+    unusable: int = 0
+    nccl_lines: int = 0
+    typed: int = 0
+    tests_checked: int = 0
+    tests_right: int = 0
+    topo_checked: int = 0
+    topo_right: int = 0
+    must: int = 0
+    must_hit: int = 0
+    false_alarms: int = 0
+    over_severity: int = 0
+    facts_wrong: int = 0
+    apart: int = 0
+
+    @property
+    def typed_ratio(self) -> float:
+        return self.typed / self.nccl_lines if self.nccl_lines else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.must_hit / self.must if self.must else 1.0
+
+    def line(self) -> str:
+        return (
+            f"corpus: {self.files - self.internal_errors}/{self.files} files without internal error, "
+            f"{self.unusable} refused as unusable; "
+            f"NCCL lines typed {self.typed}/{self.nccl_lines} ({100 * self.typed_ratio:.1f}%); "
+            f"nccl-tests facts right {self.tests_right}/{self.tests_checked}; "
+            f"topology facts right {self.topo_right}/{self.topo_checked}; "
+            f"must recall {self.must_hit}/{self.must} ({100 * self.recall:.1f}%); "
+            f"false alarms {self.false_alarms}; over-severity {self.over_severity}; "
+            f"other facts wrong {self.facts_wrong}; disagreements counted apart {self.apart}"
+        )
+
+
+def load_keys(corpus: Path) -> dict[str, dict[str, Any]]:
+    keys: dict[str, dict[str, Any]] = {}
+    for path in sorted((corpus / "keys").glob("*.json")):
+        keys.update(json.loads(path.read_text(encoding="utf-8")))
+    return keys
+
+
+def load_disagreements(path: Path = DISAGREEMENTS) -> list[Disagreement]:
+    if not path.exists():
+        return []
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return [Disagreement(d["file"], d["item"], d["reason"].strip()) for d in data.get("disagreement", [])]
+
+
+# --------------------------------------------------------------------------------------------
+# one file
+
+
+def check_file(path: Path, key: dict[str, Any], disagreements: list[Disagreement]) -> FileResult:
+    from ncclscope.engine import analyze
+    from ncclscope.reading import read_case
+
+    result = FileResult(path.name)
+    text = path.read_bytes().decode("utf-8", "replace")
+    result.nccl_lines_key = sum(1 for line in text.splitlines() if NCCL_LINE_RE.search(line))
+    listed = {d.item for d in disagreements if d.file == path.name}
+    try:
+        outcome = read_case([str(path)], jobs=1)
+        analysis = analyze(outcome.case)
+        _render_everything(analysis)
+    except Exception as exc:  # the harness's job is to catch what a user would see as exit 3
+        result.internal_error = f"{type(exc).__name__}: {exc} @ {_where(exc)}"
+        result.deviations.append(f"internal error: {result.internal_error}")
+        return result
+    if outcome.unusable:
+        result.unusable = "; ".join(outcome.messages) or "unusable"
+        result.deviations.append(f"exit 2: {result.unusable}")
+    case = analysis.case
+    _check_lines(result, case)
+    _check_findings(result, key, analysis, listed)
+    _check_facts(result, key.get("facts", {}), case, listed)
+    return result
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if "ncclscope" in f.filename] or frames
+    last = own[-1] if own else None
+    return f"{Path(last.filename).name}:{last.lineno}" if last else "?"
+
+
+def _render_everything(analysis: Any) -> None:
+    """Every output a user can ask for, so that a renderer's crash counts too."""
+    from rich.console import Console
+
+    from ncclscope.render import findings as render
+    from ncclscope.report import write_report
+
+    render.print_text(analysis, Console(file=io.StringIO(), width=120))
+    render.to_json(analysis)
+    render.to_markdown(analysis)
+    render.to_sarif(analysis)
+    with tempfile.TemporaryDirectory() as tmp:
+        write_report(analysis, Path(tmp) / "report.html")
+
+
+def _check_lines(result: FileResult, case: Any) -> None:
+    source = case.sources[0]
+    result.nccl_lines = max(source.nccl_lines, result.nccl_lines_key)
+    result.typed = source.recognized
+    if source.nccl_lines < result.nccl_lines_key:
+        result.deviations.append(
+            f"NCCL lines: counted {source.nccl_lines}, the text has {result.nccl_lines_key} lines with NCCL INFO/WARN"
+        )
+    for u in source.unrecognized:
+        result.untyped.append(f"line {u.line}: {u.reason}: {u.text[:110]}")
+    if result.untyped:
+        result.deviations.append(f"{source.unrecognized_count} NCCL line(s) not typed")
+
+
+def _check_findings(result: FileResult, key: dict[str, Any], analysis: Any, listed: set[str]) -> None:
+    for f in analysis.findings:
+        old = result.fired.get(f.code)
+        if old is None or SEVERITY_RANK[f.severity] > SEVERITY_RANK[old]:
+            result.fired[f.code] = f.severity
+    for code in key.get("must", []):
+        if f"must {code}" in listed:
+            result.apart.append(f"must {code}")
+            continue
+        result.must.append(code)
+        if code in result.fired:
+            result.must_hit.append(code)
+        else:
+            result.deviations.append(f"missed {code}")
+    for code in key.get("must_not", []):
+        if code in result.fired:
+            if f"must_not {code}" in listed:
+                result.apart.append(f"must_not {code}")
+                continue
+            result.false_alarms.append(code)
+            result.deviations.append(f"false alarm {code} ({result.fired[code]})")
+    limit = key.get("max_severity_ok", "error")
+    worst = [c for c, s in result.fired.items() if SEVERITY_RANK[s] > SEVERITY_RANK[limit]]
+    if worst:
+        if "max_severity_ok" in listed:
+            result.apart.append("max_severity_ok")
+        else:
+            result.over_severity = ", ".join(f"{c} ({result.fired[c]})" for c in sorted(worst))
+            result.deviations.append(f"over severity (max {limit}): {result.over_severity}")
+
+
+def _check_facts(result: FileResult, facts: dict[str, Any], case: Any, listed: set[str]) -> None:
+    def wrong(item: str, message: str) -> None:
+        if item in listed:
+            result.apart.append(item)
+        else:
+            result.deviations.append(message)
+
+    version = facts.get("nccl_version")
+    if version and not any(v.split("+")[0] == version for v in case.nccl_versions):
+        wrong("facts.nccl_version", f"NCCL version: want {version}, got {case.nccl_versions}")
+    for i, want in enumerate(facts.get("tests") or []):
+        result.tests_checked += 1
+        item = f"facts.tests[{i}]"
+        problems = _test_problems(want, case.benchmarks[i] if i < len(case.benchmarks) else None)
+        if not problems:
+            result.tests_right += 1
+        elif item in listed:
+            result.apart.append(item)
+            result.tests_checked -= 1
+        else:
+            result.deviations.append(f"nccl-tests table {i + 1}: " + "; ".join(problems))
+    if "gpus" in facts or "nics" in facts:
+        result.topo_checked += 1
+        problems = _topology_problems(facts, case.topologies)
+        if not problems:
+            result.topo_right += 1
+        elif "facts.topology" in listed:
+            result.apart.append("facts.topology")
+            result.topo_checked -= 1
+        else:
+            result.deviations.append("topology: " + "; ".join(problems))
+
+
+def _test_problems(want: dict[str, Any], run: Any) -> list[str]:
+    if run is None:
+        return ["not read"]
+    problems = []
+    rows = [r for r in run.rows]
+    if want.get("rows") is not None and len(rows) != want["rows"]:
+        problems.append(f"rows {len(rows)} != {want['rows']}")
+    if want.get("collective") and run.collective != want["collective"]:
+        problems.append(f"collective {run.collective} != {want['collective']}")
+    if want.get("nranks") and run.nranks != want["nranks"]:
+        problems.append(f"nranks {run.nranks} != {want['nranks']}")
+    busbws = [r.out_of_place.busbw for r in rows if r.out_of_place.busbw is not None]
+    if want.get("max_busbw_oop") is not None:
+        peak = max(busbws, default=None)
+        if peak is None or abs(peak - want["max_busbw_oop"]) > BUSBW_TOLERANCE:
+            problems.append(f"peak busbw {peak} != {want['max_busbw_oop']}")
+    if want.get("max_size") is not None:
+        largest = max((r.size for r in rows), default=None)
+        if largest != want["max_size"]:
+            problems.append(f"largest size {largest} != {want['max_size']}")
+    return problems
+
+
+# the tokens a matrix cell may hold (formats.md C: the legend of every driver generation)
+CELL_RE = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|PCI|N/A)$")
+
+
+def _topology_problems(facts: dict[str, Any], matrices: list[Any]) -> list[str]:
+    if not matrices:
+        return ["no matrix read"]
+    m = matrices[0]
+    problems = []
+    if "gpus" in facts and len(m.gpus) != facts["gpus"]:
+        problems.append(f"GPUs {len(m.gpus)} != {facts['gpus']}")
+    if "nics" in facts and len(m.nics) != facts["nics"]:
+        problems.append(f"NICs {len(m.nics)} != {facts['nics']}")
+    for a in m.devices:
+        row = m.links.get(a, {})
+        missing = [b for b in m.devices if b not in row]
+        odd = [f"{b}={row[b]}" for b in m.devices if b in row and not CELL_RE.match(row[b])]
+        if missing:
+            problems.append(f"row {a} lacks {', '.join(missing)}")
+        if odd:
+            problems.append(f"row {a} has odd cells {', '.join(odd)}")
+        if row.get(a) not in (None, "X"):
+            problems.append(f"{a}->{a} is {row.get(a)}, not X")
+    if m.problems:
+        problems.append("reader problems: " + "; ".join(m.problems))
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# the whole corpus
+
+
+def run_corpus(
+    corpus: Path = DEFAULT_CORPUS, disagreements: list[Disagreement] | None = None
+) -> tuple[list[FileResult], Summary]:
+    keys = load_keys(corpus)
+    listed = load_disagreements() if disagreements is None else disagreements
+    results = []
+    for name in sorted(keys):
+        path = corpus / name
+        if path.exists():
+            results.append(check_file(path, keys[name], listed))
+    return results, summarize(results)
+
+
+def summarize(results: list[FileResult]) -> Summary:
+    s = Summary(files=len(results))
+    for r in results:
+        s.internal_errors += bool(r.internal_error)
+        s.unusable += bool(r.unusable)
+        s.nccl_lines += r.nccl_lines
+        s.typed += r.typed
+        s.tests_checked += r.tests_checked
+        s.tests_right += r.tests_right
+        s.topo_checked += r.topo_checked
+        s.topo_right += r.topo_right
+        s.must += len(r.must)
+        s.must_hit += len(r.must_hit)
+        s.false_alarms += len(r.false_alarms)
+        s.over_severity += bool(r.over_severity)
+        s.apart += len(r.apart)
+        s.facts_wrong += sum(d.startswith("NCCL version") for d in r.deviations)
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every file and every untyped line")
+    parser.add_argument("--json", type=Path, help="also write the per-file results and the summary here")
+    args = parser.parse_args(argv)
+    if not (args.corpus / "keys").is_dir():
+        print(f"no corpus at {args.corpus} (expected keys/*.json beside the pastes)", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(REPO))
+    results, summary = run_corpus(args.corpus)
+    for r in results:
+        if not r.deviations and not args.verbose:
+            continue
+        fired = " ".join(f"{c}:{s[0]}" for c, s in sorted(r.fired.items()))
+        print(f"{r.name}: fired [{fired}]")
+        for d in r.deviations:
+            print(f"  - {d}")
+        if args.verbose:
+            for u in r.untyped:
+                print(f"    {u}")
+        for a in r.apart:
+            print(f"  ~ {a} (listed disagreement)")
+    print(summary.line())
+    if args.json:
+        payload = {"summary": summary.__dict__, "files": [r.__dict__ for r in results]}
+        args.json.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The real-paste corpus (../shared/corpus) through parse and analyze, against its expert keys.
+
+Skipped when the corpus is not beside the repository. The harness is bench/corpus.py (run it by
+hand for the per-file deviations); entries this project disagrees with are argued in
+tests/corpus_disagreements.toml and counted apart.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus"
+
+pytestmark = pytest.mark.skipif(
+    not (CORPUS / "keys").is_dir(), reason=f"the real-paste corpus is not at {CORPUS} (it lives in ../shared)"
+)
+
+
+def _harness():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("corpus_harness", REPO / "bench" / "corpus.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["corpus_harness"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def harness():  # type: ignore[no-untyped-def]
+    return _harness()
+
+
+@pytest.fixture(scope="module")
+def outcome(harness):  # type: ignore[no-untyped-def]
+    results, summary = harness.run_corpus(CORPUS)
+    print(summary.line())
+    return results, summary
+
+
+def _listing(results, attribute: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return [f"{r.name}: {getattr(r, attribute)}" for r in results if getattr(r, attribute)]
+
+
+def test_the_whole_corpus_is_read(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, summary = outcome
+    assert summary.files == 66
+
+
+def test_no_paste_ends_in_an_internal_error(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, _ = outcome
+    assert _listing(results, "internal_error") == []
+
+
+def test_no_real_paste_is_refused_as_unusable(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, _ = outcome
+    assert _listing(results, "unusable") == []
+
+
+def test_at_least_98_percent_of_nccl_lines_are_typed(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, summary = outcome
+    untyped = [u for r in results for u in r.untyped]
+    assert summary.typed_ratio >= 0.98, "\n".join(untyped)
+
+
+def test_every_nccl_tests_table_has_its_rows_peak_and_shape(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, summary = outcome
+    wrong = [f"{r.name}: {d}" for r in results for d in r.deviations if d.startswith("nccl-tests")]
+    assert summary.tests_checked >= 12
+    assert (summary.tests_right, wrong) == (summary.tests_checked, [])
+
+
+def test_every_topology_matrix_has_its_devices_and_cells(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, summary = outcome
+    wrong = [f"{r.name}: {d}" for r in results for d in r.deviations if d.startswith("topology")]
+    assert summary.topo_checked >= 6
+    assert (summary.topo_right, wrong) == (summary.topo_checked, [])
+
+
+def test_nccl_versions_are_found(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, _ = outcome
+    assert [f"{r.name}: {d}" for r in results for d in r.deviations if d.startswith("NCCL version")] == []
+
+
+def test_must_recall_is_at_least_95_percent(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, summary = outcome
+    missed = [f"{r.name}: {sorted(set(r.must) - set(r.must_hit))}" for r in results if set(r.must) - set(r.must_hit)]
+    assert summary.recall >= 0.95, "\n".join(missed)
+
+
+def test_no_false_alarm(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, _ = outcome
+    assert _listing(results, "false_alarms") == []
+
+
+def test_no_finding_above_the_severity_an_expert_allows(outcome) -> None:  # type: ignore[no-untyped-def]
+    results, _ = outcome
+    assert _listing(results, "over_severity") == []
+
+
+def test_every_listed_disagreement_names_a_key_entry_and_a_reason(harness) -> None:  # type: ignore[no-untyped-def]
+    keys = harness.load_keys(CORPUS)
+    for d in harness.load_disagreements():
+        assert d.file in keys, d
+        assert len(d.reason) >= 40, f"{d.file} {d.item}: say why"
+        key = keys[d.file]
+        kind, _, code = d.item.partition(" ")
+        if kind in ("must", "must_not"):
+            assert code in key[kind], d
+        elif kind == "max_severity_ok":
+            assert "max_severity_ok" in key, d
+        else:
+            assert kind.startswith("facts."), d
