@@ -19,7 +19,10 @@ class Evidence(BaseModel):
 
     source: str = Field(description="Path of the input ('-' for stdin).")
     line: int = Field(description="1-based line number in that input.")
-    text: str = Field(default="", description="The line as it was read (ANSI escapes and CR removed).")
+    text: str = Field(
+        default="",
+        description="The line as it was read (ANSI escapes, CR, terminal trailers and markdown autolinks removed).",
+    )
 
 
 class UnrecognizedLine(BaseModel):
@@ -40,6 +43,9 @@ class Source(BaseModel):
     unrecognized_count: int = Field(0, description="NCCL lines with at least one record not understood.")
     unrecognized: list[UnrecognizedLine] = Field(
         default_factory=list, description="The first unrecognised NCCL lines (at most 50)."
+    )
+    cut_records: int = Field(
+        0, description="Records cut right after their prefix by another writer (no message left to read)."
     )
     topology_lines: int = 0
     nccl_tests_lines: int = 0

@@ -1,8 +1,10 @@
 """Undoing what terminals, launchers and log collectors do to lines before they reach us.
 
 Three jobs, all on one physical line:
-- `clean`: drop ANSI escapes, CR and tmux scroll markers, remembering where each kept
-  character came from (so positions found in the clean text map back to the raw line);
+- `clean`: drop what terminals and trackers add (ANSI escapes, CR, tmux scroll markers, Ray's
+  `[repeated Nx across cluster]` de-duplication tag, markdown autolinks that GitHub made of file
+  names such as `[net.cc:1137](http://net.cc:1137/)`), remembering where each kept character came
+  from (so positions found in the clean text map back to the raw line);
 - `strip_launcher_prefix`: remove what mpirun, srun, torchrun, Ray, pdsh, Kubernetes and
   CloudWatch put in front of a line, and markdown quoting (real-world-variants.md);
 - `find_records`: locate NCCL records inside a line, wherever they start (after a launcher
@@ -16,21 +18,32 @@ import re
 from collections.abc import Container
 from dataclasses import dataclass
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-# tmux copy-mode position marker pasted at the end of a line: "   [22/1819]"
-TMUX_MARKER_RE = re.compile(r"\s*\[\d+/\d+\]\s*$")
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]{0,32}[A-Za-z]|\x1b\][^\x07]{0,512}\x07")
+# what a terminal or a log collector appends to a line: tmux's copy-mode position "   [22/1819]",
+# Ray's log de-duplication tag " [repeated 15x across cluster]"
+TRAILER_RE = re.compile(r"(?:\[\d+/\d+\]|\[repeated \d+x across cluster\])[ \t]*$")
+# a file name that a markdown renderer turned into a link to itself: [net.cc:1137](http://net.cc:1137/)
+AUTOLINK_RE = re.compile(r"\[([^\[\]\s]{1,200})\]\(https?://\1/?\)")
+AUTOLINK_BYTES_RE = re.compile(AUTOLINK_RE.pattern.encode())
+
+
+def unwrap_autolinks(data: bytes) -> bytes:
+    """A block of lines with every autolink replaced by its text (line breaks are kept). The parser
+    reads fields by position, so a link around a file name is undone before, not mapped around."""
+    return AUTOLINK_BYTES_RE.sub(rb"\1", data) if b"](http" in data else data
 
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 LAUNCHER_PREFIX_RE = re.compile(
     "|".join(
         [
             r"`+",  # a stray markdown fence backtick
+            r"\[\d+(?:;\d+)*m",  # an ANSI colour whose ESC byte was lost in the paste: "[36m"
             r"(?:> ?)+",  # markdown quoting
             rf"\s*\|\s*{_RFC3339}\s*\|\s?",  # CloudWatch-style table
             rf"{_RFC3339}\s",  # Kubernetes/collector timestamp
             r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} +\d+ \d\d:\d\d:\d\d \d{4}",  # ctime glued by mpirun
             r"\[\d+,\d+\]<(?:stdout|stderr)>:",  # mpirun --tag-output
-            r"\[(?:rank|default)\d+\]:",  # torchrun / elastic
+            r"\[[A-Za-z][\w.\-]*(?:\|\d+)?\]:",  # torchrun/elastic/TorchX tags: [rank3]: [default0]: [trainer0|0]:
             r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) ",  # Ray workers
             r"(?:\d{1,3}\.){3}\d{1,3}: ",  # pdsh-style host forwarding
             r"\d+: ",  # srun --label
@@ -51,15 +64,26 @@ RECORD_PREFIX_RE = re.compile(
 )
 PREFIX_WINDOW = 1200
 NCCL_MARKER = "NCCL "
+# A record cut right after its prefix by another writer: "g183:161262:166017 [5] NCCL " followed by the
+# next record's prefix, or by nothing. It begins a record (so the one before it ends there) that holds
+# no message. (A prefix followed by another logger's text is a fragment, see nccl_log.FRAGMENT_RE.)
+CUT_PREFIX_RE = re.compile(
+    r"[^\s:\[\]]{0,253}:\d{1,10}:\d{1,10}[ \t]+\[\d{1,6}\][ \t]+NCCL"
+    r"(?=[ \t]*$|[ \t]*[^\s:\[\]]{0,253}:\d{1,10}:\d{1,10}[ \t]+\[\d{1,6}\][ \t]+NCCL )"
+)
+# A record whose beginning was cut off inside the "NCCL" of its level marker: "CCL INFO Channel 08/0 : ..."
+CUT_MARKER_RE = re.compile(r"(?:N?C?CL|L)[ \t]+(INFO|WARN)[ \t]+(?=\S)")
 
 
-def _known_host_start(text: str, start: int, known_hosts: Container[str]) -> int:
+def _known_host_start(text: str, start: int, *known: Container[str]) -> int:
+    """Where the host of a record glued to the text before it begins: the longest known host name
+    that ends the run of characters before its ':pid:tid'."""
     colon = text.find(":", start)
     host = text[start:colon] if colon > start else ""
-    if not host or host in known_hosts:
+    if not host or any(host in hosts for hosts in known):
         return start
     for cut in range(1, len(host)):
-        if host[cut:] in known_hosts:
+        if any(host[cut:] in hosts for hosts in known):
             return start + cut
     return start
 
@@ -87,23 +111,38 @@ def clean(raw: str) -> CleanLine:
     cut_end = len(text)
     if text.endswith("\r"):
         cut_end -= 1
-    marker = TMUX_MARKER_RE.search(text, 0, cut_end) if "/" in text else None
-    if marker:
-        cut_end = marker.start()
-    if "\x1b" not in text:
-        if cut_end == len(text):
-            return CleanLine(text)
-        return CleanLine(text[:cut_end])
+    trailer = TRAILER_RE.search(text, 0, cut_end) if "]" in text else None
+    if trailer:
+        cut_end = len(text[: trailer.start()].rstrip(" \t"))  # the padding before it goes too
+    removed = _removed_spans(text, cut_end)
+    if not removed:
+        return CleanLine(text) if cut_end == len(text) else CleanLine(text[:cut_end])
     kept: list[str] = []
     positions: list[int] = []
     pos = 0
-    for match in ANSI_RE.finditer(text, 0, cut_end):
-        kept.append(text[pos : match.start()])
-        positions.extend(range(pos, match.start()))
-        pos = match.end()
+    for start, end in removed:
+        if end <= pos:
+            continue
+        start = max(start, pos)
+        kept.append(text[pos:start])
+        positions.extend(range(pos, start))
+        pos = end
     kept.append(text[pos:cut_end])
     positions.extend(range(pos, cut_end))
     return CleanLine("".join(kept), positions)
+
+
+def _removed_spans(text: str, end: int) -> list[tuple[int, int]]:
+    """Spans of `text[:end]` that are no part of the line: ANSI escapes, autolink wrappers."""
+    spans: list[tuple[int, int]] = []
+    if "\x1b" in text:
+        spans.extend(m.span() for m in ANSI_RE.finditer(text, 0, end))
+    if "](http" in text:
+        for m in AUTOLINK_RE.finditer(text, 0, end):
+            spans.append((m.start(), m.start(1)))  # "["
+            spans.append((m.end(1), m.end()))  # "](http://...)"
+    spans.sort()
+    return spans
 
 
 def strip_launcher_prefix(text: str) -> tuple[str, str]:
@@ -135,6 +174,11 @@ def find_records(text: str, known_hosts: Container[str] = ()) -> list[tuple[int,
             start = _known_host_start(text, start, known_hosts)
         starts.append(start)
         floor = marker.end()
+    if len(starts) < text.count(NCCL_MARKER):
+        # the hosts of this line's whole records tell where a glued cut record's host begins
+        here = {text[s : text.find(":", s)] for s in starts if text.find(":", s) > s}
+        cut = [_known_host_start(text, m.start(), known_hosts, here) for m in CUT_PREFIX_RE.finditer(text)]
+        starts = sorted(set(starts) | set(cut))
     spans = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(text)

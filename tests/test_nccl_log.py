@@ -188,3 +188,35 @@ def test_overlong_line_is_reported_not_parsed() -> None:
     result, _ = parse("node1:1:2 [0] NCCL INFO " + "x" * 70000)
     assert result.unrecognized_count == 1
     assert "too long" in result.unrecognized[0].reason
+
+
+def test_ray_dedup_tag_is_not_part_of_the_message() -> None:
+    event = only_event("(W pid=9, ip=10.0.0.1) h1:9:9 [2] NCCL INFO NET/IB : No device found. [repeated 15x across cluster]")
+    assert event.family == "net_ib"
+    assert event.text.endswith("No device found.")
+
+
+def test_markdown_autolinked_file_names_are_unwrapped() -> None:
+    event = only_event("> h1:9:9 [0] NCCL INFO transport/[net.cc:1137](http://net.cc:1137/) -> 6")
+    assert event.family == "error_trace"
+    assert event.fields["source_location"] == "transport/net.cc:1137"
+
+
+def test_a_record_cut_after_its_prefix_ends_the_record_before_it() -> None:
+    result, _ = parse(
+        "h1:1:2 [1] NCCL INFO threadThresholds 8/8/64 | 128/8/64 | 512 | 512h1:3:4 [5] NCCL h1:5:6 [7] NCCL INFO "
+        "Connected all rings"
+    )
+    assert (result.nccl_lines, result.recognized, result.cut_records) == (1, 1, 1)
+    assert sorted(result.families) == ["connected", "thread_thresholds"]
+
+
+def test_a_prefix_followed_by_another_loggers_text_stays_a_fragment() -> None:
+    result, _ = parse("h1:1:2 [1] NCCL ININFO 10-24 13:17:20 [custom_all_reduce.py:37] kernel not used")
+    assert result.unrecognized_count == 1
+    assert "fragment" in result.unrecognized[0].reason
+
+
+def test_a_record_that_lost_its_beginning_up_to_ccl_info_is_still_typed() -> None:
+    event = only_event("(W pid=9) CCL INFO Using network IB")
+    assert (event.level, event.family, event.host) == ("INFO", "using_network", None)

@@ -25,7 +25,14 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
 from ncclscope import grammars
-from ncclscope.normalize import clean, find_records, strip_launcher_prefix
+from ncclscope.normalize import (
+    CUT_MARKER_RE,
+    CUT_PREFIX_RE,
+    clean,
+    find_records,
+    strip_launcher_prefix,
+    unwrap_autolinks,
+)
 from ncclscope.parse.shapes import InsideValue, ShapeMover, coarse_key
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
@@ -189,6 +196,7 @@ class LogResult:
     recognized: int = 0
     unrecognized_count: int = 0
     unrecognized: list[Unrecognized] = field(default_factory=list)
+    cut_records: int = 0  # records cut right after their prefix: nothing of their message is left
     families: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     # connections aggregated: key -> [lines, first line number, first raw line]
     edges: dict[tuple, list] = field(default_factory=dict)
@@ -297,6 +305,7 @@ class NcclLogParser:
     # ----------------------------------------------------------------------------------- lines
     def feed_block(self, data: bytes, first_line: int) -> None:
         """`data` holds whole lines separated by b'\\n' (no trailing newline)."""
+        data = unwrap_autolinks(data)
         lines = data.split(b"\n")
         skeletons = data.translate(DIGITS_TO_ZERO).split(b"\n")
         groups: dict[LineShape, list[int]] = {}
@@ -405,9 +414,16 @@ class NcclLogParser:
         else:
             prefix, rest = strip_launcher_prefix(text)
             body = rest.strip()
+            start = len(prefix) + (len(rest) - len(rest.lstrip()))
+            cut = CUT_MARKER_RE.match(body)
+            if cut:  # "CCL INFO Channel ...": the record lost its beginning, its message is whole
+                start += cut.end()
+                body = body[cut.end() :]
             if body and body[0] not in "#|" and len(body) < 4096:
-                start = len(prefix) + (len(rest) - len(rest.lstrip()))
                 record = self._parse_record(body, start, "message", cl.raw_span)
+                if record.family is not None and cut:
+                    record.level = cut[1]
+                    record.reason = "the record's prefix was cut off"
                 if record.family is not None:
                     records.append(record)
                 elif FRAGMENT_RE.search(body):
@@ -417,7 +433,7 @@ class NcclLogParser:
                             whole, "INFO", None, "a fragment of an NCCL record (cut by the paste or by another writer)"
                         )
                     )
-        shape = LineShape(records, lead, all(r.family is not None for r in records), exemplar=raw)
+        shape = LineShape(records, lead, _understood(records), exemplar=raw)
         for record in records:
             host = record.prefix.get("host")
             if host and len(self._known_hosts) < 100_000:
@@ -484,6 +500,8 @@ class NcclLogParser:
         try:
             tree = self._parser.parse(text, start="loose_record")
         except LarkError as exc:
+            if CUT_PREFIX_RE.fullmatch(text.rstrip()):
+                return RecordShape(whole, "CUT", None, "a record cut after its prefix (another writer's line follows)")
             return RecordShape(whole, "INFO", None, f"unreadable record: {str(exc).splitlines()[0][:120]}")
         prefix: dict[str, Span] = {}
         level = "INFO"
@@ -566,11 +584,12 @@ class NcclLogParser:
         if shape.recognized:
             res.recognized += n
         else:
-            reason = next((r.reason for r in shape.records if r.family is None), "")
+            reason = next((r.reason for r in shape.records if r.family is None and r.level != "CUT"), "")
             for line, no in zip(lines, line_nos, strict=False):
                 self._unrecognized(no, line, reason)
         for record in shape.records:
             if record.family is None:
+                res.cut_records += n if record.level == "CUT" else 0
                 continue
             res.families[record.family] += n
             if record.family in BULK_FAMILIES:
@@ -691,6 +710,13 @@ def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not (keys == keys[first][inverse]).all():
         return np.unique(keys, axis=0, return_index=True, return_counts=True)[0:3]  # type: ignore[return-value]
     return keys[first], first, counts
+
+
+def _understood(records: list[RecordShape]) -> bool:
+    """A line is understood when every record that holds a message has a known family (a record
+    cut right after its prefix holds nothing to understand; it is counted apart)."""
+    messages = [r for r in records if r.level != "CUT"]
+    return bool(messages) and all(r.family is not None for r in messages)
 
 
 def _all_spans(shape: LineShape) -> list[Span]:

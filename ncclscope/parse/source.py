@@ -101,6 +101,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     source.nccl_lines = res.nccl_lines
     source.recognized = res.recognized
     source.unrecognized_count = res.unrecognized_count
+    source.cut_records = res.cut_records
     source.unrecognized = [UnrecognizedLine(line=u.line, text=u.text, reason=u.reason) for u in res.unrecognized]
     source.families = dict(sorted(res.families.items()))
     source.topology_lines = others.topology_lines
