@@ -32,6 +32,7 @@ def unwrap_autolinks(data: bytes) -> bytes:
     reads fields by position, so a link around a file name is undone before, not mapped around."""
     return AUTOLINK_BYTES_RE.sub(rb"\1", data) if b"](http" in data else data
 
+
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 LAUNCHER_PREFIX_RE = re.compile(
     "|".join(
