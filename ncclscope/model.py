@@ -282,6 +282,10 @@ class BenchmarkRun(BaseModel):
     time_label: Literal["time", "cputime"] = "time"
     devices: list[TestDevice] = Field(default_factory=list)
     rows: list[BenchmarkRow] = Field(default_factory=list)
+    inferred: dict[str, str] = Field(
+        default_factory=dict,
+        description="Fields the output did not print (collective, nranks), each with what it was inferred from.",
+    )
     avg_busbw: float | None = Field(None, description="The footer's Avg bus bandwidth (a mean over every row).")
     out_of_bounds: int | None = None
     out_of_bounds_ok: bool | None = None

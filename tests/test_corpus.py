@@ -115,3 +115,6 @@ def test_every_listed_disagreement_names_a_key_entry_and_a_reason(harness) -> No
             assert "max_severity_ok" in key, d
         else:
             assert kind.startswith("facts."), d
+            if kind.startswith("facts.tests["):
+                index, _, field = kind[len("facts.tests[") :].partition("].")
+                assert field in key["facts"]["tests"][int(index)], d

@@ -187,7 +187,7 @@ def test_old_error_column_goes_to_wrong():
     assert run.layout == "v2.0-2.11"
     assert run.rows[1].out_of_place.wrong == pytest.approx(4e-07)
     assert run.rows[0].in_place.wrong == 0.0
-    assert run.nranks == 2
+    assert run.nranks == 8  # nGpus 8 in the header: the two device lines are a cut list
 
 
 def test_old_all_reduce_is_recognised_by_its_bandwidth_factor():
@@ -238,9 +238,11 @@ def test_v1_broadcast_has_a_single_measurement():
     ("columns", "cells", "collective", "redop", "root"),
     [
         ("size count type redop root", "65536 4096 float sum 0", "reduce", "sum", 0),
+        # a root column but busbw/algbw = 7/8 where size = count x 4: no test prints that
         ("size count type root", "65536 16384 float 0", None, "", 0),
         ("size count type", "65536 2048 float", "all_gather", "", -1),
-        ("size count type redop", "65536 2048 float sum", None, "sum", -1),
+        # size = 8 x count x 4 and busbw/algbw = 7/8 under a redop header with an op: reduce_scatter alone
+        ("size count type redop", "65536 2048 float sum", "reduce_scatter", "sum", -1),
     ],
 )
 def test_per_collective_headers_of_v2_0_to_v2_11(columns, cells, collective, redop, root):
@@ -549,7 +551,7 @@ def test_fixture_v2017_row_times_are_microseconds():
 def test_fixture_v2_11_error_column_and_its_na_rerun():
     first, second = read_fixture("v2_11_all_reduce_error_col.txt")
     assert (first.collective, first.nranks, first.layout, len(first.rows)) == ("all_reduce", 8, "v2.0-2.11", 25)
-    assert (second.line, len(second.rows), second.avg_busbw) == (46, 25, 54.2981)
+    assert (second.line, len(second.rows), second.avg_busbw) == (45, 25, 54.2981)  # from its command line
     row = first.rows[-1]
     assert (row.size, row.redop, row.out_of_place.time_us, row.out_of_place.wrong, row.in_place.wrong) == (
         134217728,
@@ -718,8 +720,8 @@ MIXED = FIXTURES.parent / "mixed"
     ("name", "line", "collective", "nranks", "rows", "avg_busbw"),
     [
         ("tests_header_init_table_teardown.txt", 1, "reduce_scatter", 4, 20, 78.586),
-        ("seed_like_4xh100.txt", 47, "all_reduce", 4, 28, 109.315),
-        ("multi_host_job_problems.txt", 2, "all_reduce", 16, 28, 0.603324),
+        ("seed_like_4xh100.txt", 41, "all_reduce", 4, 28, 109.315),  # a run begins at its command line
+        ("multi_host_job_problems.txt", 1, "all_reduce", 16, 28, 0.603324),
     ],
 )
 def test_mixed_fixture_has_one_run(name, line, collective, nranks, rows, avg_busbw):
@@ -885,3 +887,48 @@ def test_json_parser_never_raises(text):
     parse_nccl_tests_json(text, "fuzz.json")
     parse_nccl_tests_json('{"nccl_version": 1, "results": [' + text, "fuzz.json")
     looks_like_nccl_tests_json(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# What a table says about itself when the output does not name its test or its ranks
+
+
+def test_old_alltoall_table_alone_is_known_by_its_empty_redop_and_its_sizes():
+    [run] = read_fixture("v2_11_alltoall_table_only.txt")
+    assert (run.collective, run.nranks, len(run.rows), run.layout) == ("alltoall", 16, 8, "v2.0-2.11")
+    assert "empty under a redop column" in run.inferred["collective"]
+    assert "size = 16 x count" in run.inferred["nranks"]
+
+
+def test_nccl1_test_binary_names_the_collective_and_its_device_lines_count_the_ranks():
+    [run] = read_fixture("nccl1_single_process_test.txt")
+    assert (run.line, run.collective, run.nranks, run.layout, len(run.rows)) == (1, "all_reduce", 4, "v1", 3)
+    assert [d.host for d in run.devices] == ["", "", "", ""]
+    assert run.inferred == {}  # named by its command line, counted by its device lines
+
+
+def test_a_failure_before_any_preamble_ends_a_run_of_its_own():
+    failed, table = read_fixture("v2_13_pasted_outside_fence.txt")
+    assert (len(failed.failures), failed.rows, table.failures) == (2, [], [])
+    assert (table.nranks, len(table.rows), len(table.devices)) == (3, 3, 3)
+
+
+def test_a_table_whose_cells_fit_two_tests_leaves_the_collective_unknown():
+    """sum with root -1 and size = count x 4 is all_reduce or sendrecv; busbw 0.00 cannot tell them apart."""
+    table = read_fixture("v2_13_pasted_outside_fence.txt")[1]
+    assert table.collective is None and "collective" not in table.inferred
+
+
+def test_each_command_line_begins_a_run_named_after_its_binary():
+    failed, cut, single = read_fixture("invocation_lines.txt")
+    assert (failed.collective, failed.nranks, len(failed.failures), failed.rows) == ("hypercube", 8, 2, [])
+    assert "nThread x nGpus" in failed.inferred["nranks"]
+    assert (cut.collective, cut.nranks, cut.rows, cut.failures) == ("hypercube", 2, [], [])
+    assert (single.collective, single.nranks, len(single.rows)) == ("all_gather", 1, 1)
+
+
+def test_a_command_line_without_test_output_is_no_run():
+    reader = NcclTestsReader("job.log")
+    reader.feed(1, "$ mpirun -np 2 ./build/all_reduce_perf -b 8 -e 1G")
+    reader.feed(2, "gpu1:1:1 [0] NCCL INFO Using network IB")
+    assert reader.finish() == []

@@ -183,7 +183,8 @@ async def test_enter_on_a_run_opens_the_raw_log_where_its_output_starts() -> Non
         await pilot.pause()
         second = view.case.benchmarks[1]
         assert app.jumps == [(second.source, second.line)]
-        assert (ROOT / TWO_RUNS).read_text().splitlines()[second.line - 1].startswith("# nccl-tests")
+        # a run's output starts at the command line that ran it
+        assert (ROOT / TWO_RUNS).read_text().splitlines()[second.line - 1].startswith("$ ./build/all_gather_perf")
 
 
 async def test_enter_on_a_row_opens_the_raw_log_at_that_row() -> None:

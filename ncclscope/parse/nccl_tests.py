@@ -38,6 +38,7 @@ from lark.exceptions import LarkError
 
 from ncclscope.grammars import load
 from ncclscope.model import BenchmarkRow, BenchmarkRun, Evidence, Measurement, TestDevice
+from ncclscope.parse.nccl_tests_infer import infer
 
 _GRAMMAR = "nccl_tests"
 
@@ -59,7 +60,7 @@ _INFO_START = re.compile(
             | GPU[ ]memory[ ]usage | error: | Writing[ ]JSON | skipping[ ]json | Blocking[ ]Enabled
             | Per-Iteration[ ]Report | Parallel[ ]Init | Swap[ ]Comms | Reducing[ ]maxBytes
             | NCCL[ ]Tests[ ]compiled | $)
-        | nThread[ ] | Out[ ]of[ ]bounds | Avg[ ]bus[ ]bandwidth | out-of-place | \(B\)
+        | nThread[ ] | Out[ ]of[ ]bounds | Avg[ ]bus[ ]bandwidth | out-of-place | \(B\) | Using[ ]devices
         | (?:size|bytes)[ \t]+(?:count|N)[ \t] | Blocking[ ]Enabled | Parallel[ ]Init | Swap[ ]Comms
     )""",
     re.X,
@@ -76,7 +77,9 @@ _TYPE_NAME = re.compile(r"u?int(?:8|32|64)?|half|float(?:16|32|64)?|double|bfloa
 # Without a header a row must have at least size, count, type and two measurements.
 _HEADERLESS_MIN_CELLS = 11
 
-_PROGRAM_SUFFIX = re.compile(r"_perf(?:_mpi)?$")
+_PROGRAM_SUFFIX = re.compile(r"_(?:perf(?:_mpi)?|test)$")
+# A shell or wrapper line that runs a test binary (the grammar's invocation_line reads it)
+_INVOCATION = re.compile(r"(?<![\w.\-])(?:\S*/)?[a-z_]+_(?:perf_mpi|perf|test)(?:\s|$)")
 
 
 class _Section(IntEnum):
@@ -326,6 +329,7 @@ class _Table:
     row_rule: str | None = None
     headerless: bool = False
     time_scale: float = 1.0  # v1.0.0 prints milliseconds
+    invocation: bool = False  # begun by the command line that ran it
 
     def accepts(self, section: _Section) -> bool:
         """Whether a line of `section` can come next in this run."""
@@ -420,6 +424,8 @@ class NcclTestsReader:
                 return self._info(lineno, text)
             if ("failure" in text or "timeout" in text) and _FAILURE.search(text):
                 return self._failure(lineno, text)
+            if ("_perf" in text or "_test" in text) and _INVOCATION.search(text):
+                return self._invocation(lineno, text)
         except (LarkError, ValueError, KeyError, IndexError, OverflowError):
             return False
         return False
@@ -427,7 +433,8 @@ class NcclTestsReader:
     def finish(self) -> list[BenchmarkRun]:
         """Called once at the end of the source; every run found, in order."""
         self._open.clear()
-        runs = [_finished(table) for table in self._tables]
+        # a command line followed by no output of the test is not a run (the log of a job it started, say)
+        runs = [_finished(table) for table in self._tables if not (table.invocation and table.section < 0)]
         self._tables = []
         return runs
 
@@ -483,7 +490,7 @@ class NcclTestsReader:
         """A device line goes to the run of the same process, else to one that just printed
         `# Using devices`, else to one that does not have that rank yet."""
         candidates = self._candidates(_Section.DEVICE)
-        host, rank = values["host"], int(values["rank"])
+        host, rank = values.get("host", ""), int(values["rank"])
         pid = int(values["pid"]) if "pid" in values else None
         for wanted in (
             lambda t: t.has_process(host, pid),
@@ -521,13 +528,26 @@ class NcclTestsReader:
         if versions and table.run.nccl_headers is None:
             table.run.nccl_headers = _nccl_code(versions[0])
 
+    def _invocation(self, lineno: int, text: str) -> bool:
+        """A command line that runs a test binary begins a new run and names its collective; the runs
+        still open belong to earlier commands."""
+        tree = _parse(text, "invocation_line")
+        if tree is None:
+            return False
+        program = _fields(tree).get("test_program", "")
+        self._open = []
+        table = self._start(lineno, text)
+        table.run.collective = _program(program)
+        table.invocation = True
+        return True
+
     def _on_device(self, table: _Table, tree: Tree, values: dict[str, str]) -> None:
         table.run.devices.append(
             TestDevice(
                 rank=int(values["rank"]),
                 group=int(values["group"]) if "group" in values else None,
                 pid=int(values["pid"]) if "pid" in values else None,
-                host=values["host"],
+                host=values.get("host", ""),
                 cuda_dev=int(values["cuda_dev"]),
                 bus_id=values["bus_id"][1:-1],
                 name=values.get("device_name", "").strip(),
@@ -567,8 +587,13 @@ class NcclTestsReader:
         host = _fields(tree).get("failure_host", "")
         runs = self._open[::-1] or self._tables[-1:]
         table = next((t for t in runs if host and t.has_host(host)), None)
+        if table is None and runs:
+            table = runs[0]
         if table is None:
-            table = runs[0] if runs else self._start(lineno, text)
+            # nccl-tests prints failures after the preamble: one with no run before it ends a run whose
+            # start was not pasted, and the preamble lines that follow begin another
+            table = self._start(lineno, text)
+            table.section = _Section.ERROR
         table.run.failures.append(self._evidence(lineno, text))
         return True
 
@@ -660,91 +685,30 @@ def _failure_tree(text: str) -> Tree | None:
 
 
 def _finished(table: _Table) -> BenchmarkRun:
-    """The run with what is known only at its end: nranks, the inferred collective, evidence."""
+    """The run with what is known only at its end: nranks, what the rows say, evidence."""
     run = table.run
+    per_process = run.nthreads * run.ngpus if run.nthreads is not None and run.ngpus is not None else 0
     if run.nranks is None:
         if run.devices:
-            run.nranks = len(run.devices)
-        elif run.nthreads is not None and run.ngpus is not None:
-            run.nranks = run.nthreads * run.ngpus
-    if run.collective is None:
-        run.collective = _infer_collective(table.columns, run)
+            # every rank has a device line; fewer than one process's ranks means a cut list
+            run.nranks = max(len(run.devices), per_process)
+        elif per_process:
+            # nThread and nGpus count one process's ranks: an MPI run has more (its device lines say)
+            run.nranks = per_process
+            run.inferred["nranks"] = "nThread x nGpus of the header, the ranks of one process (no device lines)"
+    _infer(run, table.columns)
     if run.evidence is None:
         run.evidence = table.first
     return run
 
 
-# ---------------------------------------------------------------------------------------------
-# Which collective, when the output does not name it
-
-
-def _busbw_ratio(rows: list[BenchmarkRow]) -> float | None:
-    """busbw / algbw of the row with the largest algbw (the most precise of the printed values)."""
-    best = max(
-        (m for row in rows for m in (row.out_of_place, row.in_place) if m.algbw and m.busbw is not None),
-        key=lambda m: m.algbw or 0.0,
-        default=None,
-    )
-    if best is None or best.algbw is None or best.busbw is None or best.algbw < 0.5:
-        return None
-    return best.busbw / best.algbw
-
-
-# Bytes per element of the type names nccl-tests prints
-_TYPE_SIZES = {
-    "int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1,
-    "half": 2, "bfloat16": 2,
-    "int32": 4, "uint32": 4, "int": 4, "float": 4,
-    "int64": 8, "uint64": 8, "double": 8,
-}  # fmt: skip
-
-
-def _holds_every_rank(rows: list[BenchmarkRow], nranks: int | None) -> bool:
-    """Whether size = count x type size x nranks (all_gather, alltoall, gather, scatter,
-    reduce_scatter print the bytes of every rank, and the per-rank count)."""
-    row = max(rows, key=lambda r: r.size)
-    type_size = _TYPE_SIZES.get(row.type)
-    return bool(nranks and nranks > 1 and type_size and row.count and row.size == row.count * type_size * nranks)
-
-
-def _infer_collective(columns: list[str], run: BenchmarkRun) -> str | None:
-    """The collective from the columns and the bandwidth factor (C.9), only when it is unambiguous.
-
-    busbw/algbw is 2(n-1)/n for all_reduce (the only factor above 1), 1 for broadcast, reduce,
-    sendrecv and hypercube, (n-1)/n for the others (all_gather had factor 1 up to v2.0.0, when its
-    algbw counted n-1 ranks).
-    """
-    rows = run.rows
-    if not rows:
-        return None
-    ratio = _busbw_ratio(rows)
-    if ratio is not None and ratio > 1.02:
-        return "all_reduce"
-    below_one = ratio is not None and ratio < 0.98
-    is_one = ratio is not None and not below_one
-    every_rank = _holds_every_rank(rows, run.nranks)
-    if run.layout in ("v1", "v2.0-2.11"):
-        has_redop = "redop" in columns or "op" in columns
-        has_root = "root" in columns
-        if has_redop and has_root:
-            return "reduce"
-        if run.layout == "v1":  # v1.0.0 had all_reduce, all_gather, broadcast, reduce, reduce_scatter
-            if not has_redop:
-                return "broadcast" if has_root else "all_gather"
-            return "reduce_scatter" if below_one or every_rank else None
-        if not has_redop and not has_root:  # all_gather, sendrecv, hypercube
-            return "all_gather" if below_one or every_rank else None
-        if has_root and is_one:  # broadcast; gather and scatter have (n-1)/n
-            return "broadcast"
-        return None
-    reduces = any(row.redop not in ("", "none") for row in rows)
-    if any(row.root >= 0 for row in rows):
-        if reduces:
-            return "reduce"
-        return "broadcast" if is_one else None
-    if reduces and (below_one or every_rank):  # sendrecv also prints an op, with factor 1
-        return "reduce_scatter"
-    return None
+def _infer(run: BenchmarkRun, columns: list[str]) -> None:
+    if run.collective is not None and run.nranks is not None:
+        return
+    found = infer(run, columns)
+    run.collective = run.collective or found.collective
+    run.nranks = run.nranks or found.nranks
+    run.inferred.update(found.reasons or {})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -987,6 +951,5 @@ def _json_run(data: dict, text: str, source: str) -> BenchmarkRun:
         errors=errors,
         evidence=Evidence(source=source, line=1, text=text.split("\n", 1)[0][:300]),
     )
-    if run.collective is None:
-        run.collective = _infer_collective(["redop", "root"], run)
+    _infer(run, ["redop", "root"])
     return run
