@@ -200,10 +200,9 @@ def _factor_classes(rows: list[BenchmarkRow], layout: str, n_given: int | None) 
         return _Factors(set(ALL), "", {})
     ranks = {name: _integers(*b) for name, b in bounds.items()}
     if n_given is not None:  # the device lines may be a cut list: a class that fits other counts stays
-        ranks = {
-            name: {n_given} if lo - 1e-9 <= n_given <= hi + 1e-9 else found
-            for (name, (lo, hi)), found in zip(bounds.items(), ranks.values())
-        }
+        for name, (lo, hi) in bounds.items():
+            if lo - 1e-9 <= n_given <= hi + 1e-9:
+                ranks[name] = {n_given}
     allowed: set[str] = set()
     texts = []
     if ranks["all_reduce"]:
