@@ -450,7 +450,10 @@ def test_nic_rows_that_end_after_the_last_matrix_cell():
     assert m.problems == []
 
 
-@pytest.mark.parametrize("path", sorted(TOPO.glob("*.txt")), ids=lambda p: p.name)
+WHOLE_MATRICES = sorted(p for p in TOPO.glob("*.txt") if "fragment" not in p.name)  # fragments: some rows only
+
+
+@pytest.mark.parametrize("path", WHOLE_MATRICES, ids=lambda p: p.name)
 def test_every_topo_fixture_is_one_square_symmetric_matrix(path):
     m = only_matrix(read_fixture(path))
     assert m.problems == []
@@ -620,3 +623,14 @@ def test_arbitrary_lines_never_raise(lines):
     for m in matrices:
         assert m.links  # a reported matrix always has rows
         assert set(m.gpus) | set(m.nics) == set(m.devices)
+
+
+def test_a_matrix_without_its_header_takes_its_columns_from_the_rows() -> None:
+    [m] = read_fixture(TOPO / "headerless_fragment_gpu_without_nvlink.txt")
+    assert m.gpus == [f"GPU{i}" for i in range(8)]  # NV18 in columns 5-7: GPUs whose rows were not pasted
+    assert m.nics == ["NIC0", "NIC1", "NIC2", "NIC3"]
+    assert sorted(m.links) == ["GPU0", "GPU1", "GPU2", "GPU3", "GPU4"]
+    assert (m.links["GPU1"]["GPU0"], m.links["GPU4"]["GPU1"], m.links["GPU4"]["NIC2"]) == ("NODE", "SYS", "PXB")
+    assert (m.cpu_affinity["GPU4"], m.numa_affinity["GPU4"], m.gpu_numa_id["GPU4"]) == ("48-95,144-191", "1", "N/A")
+    assert "no header row" in m.problems[0]
+    assert any(p.startswith("no row for GPU5, GPU6, GPU7, NIC0") for p in m.problems)

@@ -7,7 +7,10 @@ became spaces only keep their order).
 
 A matrix block is: the header row, the rows, then optionally (after blank lines) the `Legend:`
 block and the `NIC Legend:` block. The whole block may be pasted as shell comments (`#` in front
-of every line). The block ends at the first line that is none of these.
+of every line). The block ends at the first line that is none of these. A paste that lost the
+header row starts at a `GPU0 ... X ...` row: the columns are then taken from the rows (nvidia-smi
+prints the GPU columns first, a GPU row has its `X` in its own column, NVLink joins only GPUs), and
+the matrix says so in its problems.
 
 `TopologyReader.feed()` is called on every non-NCCL line of an input, so lines that cannot start
 a matrix are rejected by a substring test before any parsing; nothing here ever raises.
@@ -97,6 +100,8 @@ class _Open:
     nic_names: dict[str, str] = field(default_factory=dict)
     legend: str = "none"
     problems: list[str] = field(default_factory=list)
+    headerless: bool = False  # columns named at the end, from the rows (see the module docstring)
+    own_columns: dict[str, str] = field(default_factory=dict)  # headerless: placeholder column -> its row's label
 
     def problem(self, message: str) -> None:
         if len(self.problems) < _MAX_PROBLEMS:
@@ -151,7 +156,7 @@ class TopologyReader:
         if commented:
             body = body.lstrip("#").lstrip()
         if not _HEADER_START.match(body):
-            return False
+            return self._try_headerless(lineno, body.rstrip(), commented)
         tree = _parse(body.rstrip(), "header")
         if tree is None:
             return False
@@ -169,6 +174,25 @@ class TopologyReader:
             return False
         self._open = _Open(line=lineno, devices=devices, trailing=trailing, commented=commented)
         return True
+
+    def _try_headerless(self, lineno: int, body: str, commented: bool) -> bool:
+        """A row with its self cell `X` where no header came first: the start of a matrix whose
+        header was not pasted. Its columns are placeholders until the rows have been read."""
+        if not _ROW_START.match(body) or not body.startswith("GPU"):
+            return False
+        tree = _parse(body, "space_row")
+        if tree is None:
+            return False
+        cells = [_cell(c) for c in tree.children[1:] if isinstance(c, Tree)]
+        n = next((i for i, (kind, _) in enumerate(cells) if kind != _LINK), len(cells))
+        if n < 2 or ("link", "X") not in cells[:n]:
+            return False
+        trailing = [_CPU_AFFINITY, _NUMA_AFFINITY, _GPU_NUMA_ID][: min(3, len(cells) - n)]
+        self._open = _Open(
+            line=lineno, devices=[f"#{i}" for i in range(n)], trailing=trailing, commented=commented, headerless=True
+        )
+        self._open.problem(f"line {lineno}: no header row; the columns are taken from the rows")
+        return self._read_row(lineno, body)
 
     # ------------------------------------------------------------------------------------------
     # Inside a matrix
@@ -254,6 +278,8 @@ class TopologyReader:
         links = sum(1 for c in cells if c is not None and c[0] == _LINK)
         if links * 2 <= len(cells) or links == 0:
             return False  # not a topology row (e.g. an `nvidia-smi topo -p2p` row of OK/GNS cells)
+        if m.headerless:
+            label = self._headerless_label(label, cells)
 
         where = f"line {lineno}"
         if label in m.links:
@@ -277,6 +303,34 @@ class TopologyReader:
         else:
             self._space_affinities(where, label, [c for c in rest if c is not None])
         return True
+
+    def _headerless_label(self, label: str, cells: list[Cell | None]) -> str:
+        """The placeholder column of a row of a matrix without header: where its X is."""
+        m = self._open
+        assert m is not None
+        self_cells = [i for i, c in enumerate(cells) if c == (_LINK, "X")]
+        if len(self_cells) == 1 and self_cells[0] < len(m.devices):
+            m.own_columns.setdefault(f"#{self_cells[0]}", label)
+            return f"#{self_cells[0]}"
+        return label
+
+    def _name_headerless_columns(self, m: _Open) -> None:
+        """GPU columns come first: as many as the highest column that is a GPU row's own or holds an
+        NVLink (NV#, only ever between GPUs); the rest are NICs."""
+        own = m.own_columns
+        gpu_columns = [int(key[1:]) for key, label in own.items() if label.startswith("GPU")]
+        nvlink = [i for row in m.links.values() for i, d in enumerate(m.devices) if row.get(d, "").startswith("NV")]
+        k = max(gpu_columns + nvlink, default=-1) + 1
+        names = {d: (f"GPU{i}" if i < k else f"NIC{i - k}") for i, d in enumerate(m.devices)}
+        for key, label in own.items():
+            if label != names[key]:
+                m.problem(f"row {label} has its self cell in the column of {names[key]}")
+        m.devices = [names[d] for d in m.devices]
+        m.links = {names.get(a, a): {names[b]: v for b, v in row.items()} for a, row in m.links.items()}
+        for values in (m.cpu_affinity, m.numa_affinity, m.gpu_numa_id):
+            for key in list(values):
+                values[names.get(key, key)] = values.pop(key)
+        m.problems.append(f"columns from the rows: {', '.join(m.devices)}")
 
     def _tab_affinities(self, where: str, label: str, rest: list[Cell | None]) -> None:
         """Positional: one field per trailing column, except that empty fields are skipped before
@@ -334,6 +388,8 @@ class TopologyReader:
         m, self._open = self._open, None
         if m is None or not m.links:
             return  # a header with no row after it is not a matrix
+        if m.headerless:
+            self._name_headerless_columns(m)
         missing = [d for d in m.devices if d not in m.links]
         if missing:
             m.problem(f"no row for {', '.join(missing)}")
