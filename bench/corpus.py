@@ -185,8 +185,10 @@ def _check_lines(result: FileResult, case: Any) -> None:
         )
     for u in source.unrecognized:
         result.untyped.append(f"line {u.line}: {u.reason}: {u.text[:110]}")
-    if result.untyped:
+    if source.unrecognized_count:
         result.deviations.append(f"{source.unrecognized_count} NCCL line(s) not typed")
+    if source.framework_unrecognized:
+        result.deviations.append(f"{source.framework_unrecognized} framework line(s) about NCCL not understood")
 
 
 def _check_findings(result: FileResult, key: dict[str, Any], analysis: Any, listed: set[str]) -> None:

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ncclscope import __version__
+from ncclscope import __version__, facts
+from ncclscope.facts import message_text
 from ncclscope.model import (
     Case,
     CommRank,
@@ -31,8 +32,9 @@ from ncclscope.model import (
     TuningChoice,
 )
 from ncclscope.normalize import clean
-from ncclscope.parse.nccl_log import Event
+from ncclscope.parse.nccl_log import CONTAINER_FAMILIES, Event
 from ncclscope.parse.source import ParsedInput
+from ncclscope.versions import version_from_code
 
 EDGE_LIMIT = 10_000
 WARNINGS_PER_FAMILY = 200
@@ -48,31 +50,40 @@ RESULT_NAMES = {
     7: "InProgress",
     8: "Timeout",
 }
-# families whose records are errors even when NCCL logged them at INFO level (NOWARN)
-ERROR_FAMILIES = frozenset(
+# Families that NCCL prints only with WARN(): a record of one that lost its prefix (an application
+# logger, PyTorch's "Last error:") is still a WARN.
+WARN_FAMILIES = frozenset(
     {
-        "warn",
         "cuda_failure",
         "call_failed",
         "socket_failure",
+        "message_truncated",
         "shm_failure",
+        "shm_unlink_failed",
         "duplicate_gpu",
         "version_mismatch",
+        "bootstrap_no_interface",
         "bootstrap_failure",
         "proxy_failure",
-        "comm_aborted",
         "internal_error",
         "usage_error",
-        "p2p_indirect_note",
-        "plugin_init_failed",
-        "ib_no_device",
-        "ib_no_ip_interface",
-        "socket_no_interface",
-        "ib_async_event",
-        "ib_incompatible_devices",
-        "ibverbs_missing",
+        "comm_aborted",
+        "alloc_failed",
+        "nvml_failure",
     }
 )
+# families whose records are errors even when NCCL logged them at INFO level (NOWARN)
+ERROR_FAMILIES = WARN_FAMILIES | {
+    "warn",
+    "p2p_indirect_note",
+    "plugin_init_failed",
+    "ib_no_device",
+    "ib_no_ip_interface",
+    "socket_no_interface",
+    "ib_async_event",
+    "ib_incompatible_devices",
+    "ibverbs_missing",
+}
 NOTABLE_FAMILIES = frozenset(
     {
         "nvls_support",
@@ -139,6 +150,7 @@ class _Builder:
     members: dict[tuple[str, int | None, str | None, int | None], CommRank] = field(default_factory=dict)
     bare_versions: dict[str, str] = field(default_factory=dict)  # source -> version of its bare banner
     warned: set[tuple[str, int, tuple[int, int]]] = field(default_factory=set)
+    command_line_settings: list[EnvSetting] = field(default_factory=list)
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
@@ -150,7 +162,8 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
         case.sources.append(parsed.source)
         case.topologies.extend(parsed.topologies)
         case.benchmarks.extend(parsed.benchmarks)
-        case.framework_messages.extend(parsed.framework)
+        case.framework.extend(parsed.framework)
+        builder.command_line_settings.extend(parsed.settings)
         _add_events(builder, parsed)
         _add_connections(parsed, summary, edges)
     case.connections = summary
@@ -193,6 +206,7 @@ def _add_event(b: _Builder, state: _ProcessState, event: Event, path: str) -> No
     dev = event.cuda_dev
     if dev is not None and dev not in proc.cuda_devs:
         proc.cuda_devs.append(dev)
+    facts.record(b.case, event, path)
     handler = _HANDLERS.get(family)
     if handler is not None:
         handler(b, state, event, path)
@@ -215,13 +229,11 @@ def _message(event: Event, f: dict[str, Any], path: str) -> NcclMessage:
         line = _int(line_text)
         if " " in file and file.split()[0].replace(".", "").isdigit():  # TRACE: "ms func"
             file = file.split(None, 1)[1]
-    flat = {k: v for k, v in f.items() if isinstance(v, str)}
-    text = event.text
-    marker = text.find(" NCCL ")
-    message = text[marker + 11 :].strip() if marker >= 0 else text.strip()
+    flat = {k: v for k, v in f.items() if isinstance(v, (str, bool))}
     return NcclMessage(
-        level=event.level if event.level != "BARE" else "INFO",
+        level=_level(event),
         family=event.family,
+        kind=_kind(event),
         host=event.host,
         pid=event.pid,
         tid=event.tid,
@@ -230,10 +242,25 @@ def _message(event: Event, f: dict[str, Any], path: str) -> NcclMessage:
         file_line=line,
         function=func,
         timestamp=event.timestamp,
-        message=message,
+        message=message_text(event),
         fields=flat,
         evidence=_evidence(path, event),
     )
+
+
+def _kind(event: Event) -> str:
+    if event.family in CONTAINER_FAMILIES:
+        return next(iter(event.fields), event.family)
+    return event.family
+
+
+def _level(event: Event) -> str:
+    """The record's level; a bare message of a WARN-only family was a WARN (a retry notice stays INFO)."""
+    if event.level != "BARE":
+        return event.level
+    if event.family in WARN_FAMILIES and facts.find(event.fields, "retrying") is None:
+        return "WARN"
+    return "INFO"
 
 
 def _add_message(b: _Builder, event: Event, f: dict[str, Any], path: str, warning: bool) -> None:
@@ -346,8 +373,7 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
                 )
         return
     if "gdr" in f:
-        _on_gdr(b, s, e, path)
-        return
+        return  # a fact (facts.py)
     if (
         any(
             k in f
@@ -388,19 +414,13 @@ def _on_ofi(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         _device(b, e, path, "OFI", 0, name, link_layer=str(provider.get("ofi_fabric") or "") or None)
     if e.level == "WARN":
         return
+    if not any(kind in f for kind in ("ofi_init_failed", "ofi_no_provider", "ofi_initializing")):
+        # aws-ofi-nccl logs its set-up only from a process that loaded it: that process's network is OFI,
+        # whether or not its "Using network" line was kept
+        s.process.network = s.process.network or "OFI"
+        s.process.evidence.setdefault("network", _evidence(path, e))
     if len(b.case.messages) < MESSAGES_LIMIT:
         _add_message(b, e, f, path, warning=False)
-
-
-def _on_gdr(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
-    f = e.fields
-    gdr = f.get("gdr", f)  # inside "NET/IB : GPU Direct ..." or on its own
-    if len(b.case.gdr_messages) < MESSAGES_LIMIT:
-        b.case.gdr_messages.append(_message(e, {"state": str(gdr.get("gdr_state", ""))}, path))
-
-
-def _on_net_gdr_other(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
-    _on_gdr(b, s, e, path)
 
 
 def _on_env(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
@@ -418,6 +438,14 @@ def _on_env(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     seen.add((e.host or "", e.pid))
     if e.host and e.host not in setting.hosts:
         setting.hosts.append(e.host)
+
+
+def _add_command_line_settings(b: _Builder) -> None:
+    """Variables a command line in the inputs sets; NCCL's own report of the same value wins."""
+    for setting in b.command_line_settings:
+        key = (setting.name, setting.value)
+        if key not in b.env:
+            b.env[key] = (setting, set())
 
 
 def _comm_key(e: Event, comm_pointer: str) -> tuple[str, str, int | None, str]:
@@ -588,6 +616,7 @@ def _on_error_trace(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         return
     frame = str(f.get("source_location", ""))
     thread = str(f["thread"]).strip("[]") if "thread" in f else None
+    errno_text = str(f["errno_text"]).strip("()") if "errno_text" in f else None
     chain = s.trace
     # one chain = consecutive "-> N" lines of one thread
     if chain is None or s.trace_tid != e.tid or e.line - s.trace_line > 3 or chain.result != result:
@@ -599,11 +628,14 @@ def _on_error_trace(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
             result_name=RESULT_NAMES.get(result, f"result {result}"),
             frames=[],
             thread=thread,
+            errno_text=errno_text,
             evidence=[],
         )
         b.case.error_traces.append(chain)
         s.trace, s.trace_tid = chain, e.tid
     chain.frames.append(frame)
+    chain.thread = chain.thread or thread
+    chain.errno_text = chain.errno_text or errno_text
     if len(chain.evidence) < 20:
         chain.evidence.append(_evidence(path, e))
     s.trace_line = e.line
@@ -622,8 +654,6 @@ _HANDLERS = {
     "net_ib_gin": _on_net_ib,
     "net_socket": _on_net_socket,
     "net_ofi": _on_ofi,
-    "gdr": _on_gdr,
-    "net_gdr_other": _on_net_gdr_other,
     "env": _on_env,
     "env_ib_hca": _on_env,
     "init": _on_init,
@@ -647,6 +677,9 @@ _HANDLERS = {
 def _add_connections(parsed: ParsedInput, summary: ConnectionSummary, edges: dict[tuple, list]) -> None:
     log = parsed.log
     path = parsed.source.path
+    if log.net_same_device and summary.across_hosts is None:
+        line, text = log.net_same_device
+        summary.across_hosts = Evidence(source=path, line=line, text=text)
     for transport, count in log.by_transport.items():
         summary.total += count
         summary.by_transport[transport] = summary.by_transport.get(transport, 0) + count
@@ -701,6 +734,7 @@ def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
 # ---------------------------------------------------------------------------------- finishing
 def _finish(b: _Builder, edges: dict[tuple, list]) -> None:
     case = b.case
+    _add_command_line_settings(b)
     for setting, seen in b.env.values():
         setting.processes = len(seen)
         setting.pids = sorted({pid for _, pid in seen if pid is not None})
@@ -716,6 +750,10 @@ def _finish(b: _Builder, edges: dict[tuple, list]) -> None:
         banner = b.bare_versions.get(proc.source)
         if banner and proc.nccl_version is None and 0 in proc.ranks:
             proc.nccl_version = banner
+    # also what frameworks quote in NCCL errors ("..., NCCL version 2.19.3") and the library an
+    # nccl-tests run reports it was built with (nccl-library=22902), as releases
+    b.versions |= {e.nccl_version for e in case.framework if e.nccl_version}
+    b.versions |= {v for run in case.benchmarks if (v := version_from_code(run.nccl_library))}
     case.nccl_versions = sorted(v for v in b.versions if v)
     case.cuda_driver_versions = sorted(
         {p.cuda_driver_version for p in case.processes if p.cuda_driver_version is not None}

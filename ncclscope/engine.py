@@ -5,8 +5,9 @@ from __future__ import annotations
 from ncclscope import __version__
 from ncclscope.model import SEVERITY_ORDER, Analysis, Case, Finding
 from ncclscope.platforms import detect_platform, judge_bandwidth
+from ncclscope.rules.catalog import all_rules
 from ncclscope.rules.context import Context
-from ncclscope.rules.registry import Rule, all_rules
+from ncclscope.rules.registry import Rule
 
 
 def selected(rules: dict[str, Rule], select: list[str] | None, ignore: list[str] | None) -> dict[str, Rule]:

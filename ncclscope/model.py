@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-SourceKind = Literal["nccl_log", "topology", "nccl_tests", "nccl_tests_json"]
+SourceKind = Literal["nccl_log", "topology", "nccl_tests", "nccl_tests_json", "framework_log"]
 
 
 class Evidence(BaseModel):
@@ -49,9 +49,18 @@ class Source(BaseModel):
     )
     topology_lines: int = 0
     nccl_tests_lines: int = 0
+    framework_lines: int = Field(0, description="PyTorch/framework lines about NCCL (watchdog, NCCL errors) read.")
+    framework_unrecognized: int = Field(
+        0, description="Framework lines about NCCL that were not understood (listed in `unrecognized`)."
+    )
     invalid_utf8_lines: int = Field(0, description="Lines that were not valid UTF-8 (decoded with replacement).")
     families: dict[str, int] = Field(default_factory=dict, description="Count of NCCL records per message family.")
     problems: list[str] = Field(default_factory=list, description="Why this input was partly or wholly unusable.")
+    truncated: list[str] = Field(
+        default_factory=list,
+        description="Why the input looks cut: it stops inside a listing or in a cut record, or lines were elided.",
+    )
+    ends_cut: bool = Field(False, description="The input stops inside a listing or in a cut record.")
     usable: bool = True
 
 
@@ -72,10 +81,14 @@ class NetDevice(BaseModel):
 
 
 class EnvSetting(BaseModel):
-    """An NCCL variable reported by `... set by environment to ...` (or `NCCL_IB_HCA set to`)."""
+    """An NCCL variable reported by `... set by environment to ...` (or `NCCL_IB_HCA set to`), or set by a
+    command line in the inputs (`mpirun -x NCCL_...=`, `export NCCL_...=`)."""
 
     name: str
     value: str
+    origin: Literal["log", "command_line"] = Field(
+        "log", description="log: NCCL reported it; command_line: a launcher or shell line in the inputs sets it."
+    )
     hosts: list[str] = Field(default_factory=list)
     processes: int = Field(0, description="How many processes reported it.")
     pids: list[int] = Field(default_factory=list, description="The processes (pids) that reported it.")
@@ -86,7 +99,12 @@ class NcclMessage(BaseModel):
     """A WARN line (or an INFO line of a known error family), with its origin."""
 
     level: str
-    family: str = Field(description="Message family, e.g. ib_completion_error, cuda_failure, warn.")
+    family: str = Field(description="Message family, e.g. net_ib, cuda_failure, warn (a WARN of no known family).")
+    kind: str = Field(
+        "",
+        description="What the message says within its family: ib_no_device, completion_error ... (the family's "
+        "name when it has only one kind).",
+    )
     host: str | None = None
     pid: int | None = None
     tid: int | None = None
@@ -96,7 +114,155 @@ class NcclMessage(BaseModel):
     function: str | None = None
     timestamp: str | None = None
     message: str
-    fields: dict[str, str | int | float | None] = Field(default_factory=dict)
+    fields: dict[str, str | bool | int | float | None] = Field(
+        default_factory=dict, description="The record's one-token fields, by the grammar's names (flags are true)."
+    )
+    evidence: Evidence
+
+
+class Origin(BaseModel):
+    """Which process printed a record: the fields of its prefix."""
+
+    host: str | None = None
+    pid: int | None = None
+    tid: int | None = None
+    cuda_dev: int | None = None
+
+
+class InterfaceUse(Origin):
+    """A network interface NCCL names: for its bootstrap, as NET/IB's out-of-band interface, or in NET/Socket's list."""
+
+    role: Literal["bootstrap", "oob", "socket"]
+    name: str
+    address: str | None = Field(None, description="IP address (or host name) without the <port>.")
+    index: int | None = None
+    evidence: Evidence
+
+
+class GdrReport(Origin):
+    """What a line says about GPUDirect RDMA: per HCA, per GPU-NIC pair, or for the rings of a communicator."""
+
+    scope: Literal["hca", "pair", "rings"]
+    enabled: bool
+    network: str | None = Field(None, description="IB, IBext, AWS Libfabric ... (the NET/<name> of the line).")
+    hca_index: int | None = None
+    hca_name: str | None = None
+    gpu: str | None = Field(None, description="The GPU: busId (2.5-2.28) or topology node (2.29+).")
+    distance: int | None = None
+    limit: int | None = Field(None, description="The NCCL_NET_GDR_LEVEL distance the pair is compared with.")
+    reason: str | None = Field(None, description="Why, when printed: '(no module)' ...")
+    evidence: Evidence
+
+
+class IbCompletionError(Origin):
+    """`NET/IB : Got completion ... with error/status N`: a work request that completed in error."""
+
+    peer: str | None = Field(None, description="The peer as printed: address<port>.")
+    peer_address: str | None = None
+    status: int | None = Field(None, description="ibv_wc_status.")
+    status_name: str | None = Field(None, description="IBV_WC_* name when printed (2.28.7+).")
+    opcode: int | None = None
+    vendor_err: int | None = None
+    req_type: str | None = None
+    hca: str | None = Field(None, description="The local NIC (2.22+).")
+    gin: bool = Field(False, description="From NET/IB/GIN (2.29+).")
+    evidence: Evidence
+
+
+class SocketFailure(Origin):
+    """A socket operation of NCCL's bootstrap, proxy or socket transport that failed (or is being retried)."""
+
+    level: str
+    problem: Literal[
+        "connection_closed", "connect_failed", "call_failed", "bad_address_family", "no_interface", "other"
+    ] = Field(description="What NCCL's own text says happened.")
+    caller: str | None = Field(None, description="socketProgress, socketStartConnect, Net, Bootstrap ...")
+    call: str | None = Field(None, description="recv, send, connect ...")
+    peer: str | None = None
+    peer_address: str | None = None
+    errno_text: str | None = Field(None, description="strerror(errno) as printed: 'Connection refused' ...")
+    retrying: bool = False
+    evidence: Evidence
+
+
+class RdmaProblem(Origin):
+    """A line saying that the RDMA path (verbs, an IB device, a net plugin) cannot be used."""
+
+    kind: Literal[
+        "libibverbs_missing",
+        "no_ib_device",
+        "no_ip_interface",
+        "net_plugin_init_failed",
+        "ofi_init_failed",
+        "ofi_no_provider",
+    ]
+    detail: str = ""
+    evidence: Evidence
+
+
+class P2pReport(Origin):
+    """What NCCL says about peer-to-peer access between GPUs of one host."""
+
+    kind: Literal["intra_node_support", "not_enabled", "disabled_on_nvlink"] = Field(
+        description="intra_node_support: `Check P2P Type intraNodeP2pSupport N`; not_enabled: `Could not enable "
+        "P2P between dev a and dev b`; disabled_on_nvlink: `P2P is disabled between NVLINK connected GPUs a and b`."
+    )
+    supported: bool | None = None
+    devices: list[str] = Field(default_factory=list, description="The two devices, as printed.")
+    evidence: Evidence
+
+
+class CudaError(Origin):
+    """`Cuda failure [N] 'text'` (WARN), or its non-fatal INFO form."""
+
+    fatal: bool = Field(True, description="False for the INFO ...IGNORE form NCCL goes on after.")
+    code: int | None = None
+    text: str = Field(description="The CUDA error string, as quoted.")
+    location: str | None = None
+    evidence: Evidence
+
+
+class SysfsUnreadable(Origin):
+    """`Topology detection : could not read /sys/...`: an attribute NCCL's topology detection could not read."""
+
+    path: str
+    evidence: Evidence
+
+
+FrameworkKind = Literal[
+    "watchdog_timeout",
+    "watchdog_status",
+    "operations_failed",
+    "watchdog_exception",
+    "nccl_error",
+    "nccl_result",
+    "last_error",
+    "comm_aborted",
+]
+
+
+class FrameworkEvent(BaseModel):
+    """A line that the framework around NCCL (PyTorch's ProcessGroupNCCL, and what wraps it) printed about it."""
+
+    kind: FrameworkKind = Field(
+        description="watchdog_timeout (a collective ran past its timeout), watchdog_status (last enqueued and "
+        "completed work), operations_failed, watchdog_exception, nccl_error (NCCL returned an error to the "
+        "framework), nccl_result (the ncclResult_t name line), last_error (NCCL's last WARN, as the framework "
+        "quotes it), comm_aborted."
+    )
+    rank: int | None = Field(None, description="Global rank, as the record names it.")
+    process_group: str | None = None
+    seq: int | None = Field(None, description="Sequence number of the collective (SeqNum, work sequence id).")
+    op_type: str | None = Field(None, description="OpType: ALLREDUCE, BROADCAST, _ALLGATHER_BASE ...")
+    numel_in: int | None = None
+    numel_out: int | None = None
+    timeout_ms: int | None = None
+    ran_ms: int | None = None
+    last_enqueued: int | None = None
+    last_completed: int | None = None
+    nccl_version: str | None = None
+    raised_at: str | None = Field(None, description="file:line of the framework that raised the NCCL error.")
+    text: str = Field("", description="The error text: NCCL's result string, the last error, the rest of the line.")
     evidence: Evidence
 
 
@@ -110,6 +276,7 @@ class ErrorTrace(BaseModel):
     result_name: str
     frames: list[str] = Field(description="file:line of each level, innermost first.")
     thread: str | None = Field(None, description="'Async thread', 'Progress Thread' ... when printed.")
+    errno_text: str | None = Field(None, description="strerror(errno) of the first level that printed one.")
     evidence: list[Evidence]
 
 
@@ -186,6 +353,11 @@ class ConnectionSummary(BaseModel):
     net_with_gdr: int = 0
     net_without_gdr: int = 0
     via_proxy: int = Field(0, description="NET connections through a PXN proxy rank.")
+    across_hosts: Evidence | None = Field(
+        None,
+        description="A NET line between two ranks on the same device number (0[18000] -> 1[18000]): two ranks "
+        "cannot share a GPU, so the job spans hosts even when every line carries one host name.",
+    )
     examples: dict[str, Evidence] = Field(default_factory=dict, description="First line of each transport.")
 
 
@@ -262,6 +434,18 @@ class TestDevice(BaseModel):
     name: str
 
 
+class TestFailure(BaseModel):
+    """A failure line of nccl-tests: `host: Test NCCL|CUDA failure file:line 'cause'`, `Test timeout`, or one
+    of the ` .. host pid N: Test failure file:line` lines printed while unwinding."""
+
+    kind: Literal["nccl", "cuda", "timeout", "unwind"]
+    host: str | None = None
+    pid: int | None = None
+    location: str | None = Field(None, description="file:line in nccl-tests (common.cu:1005 ...).")
+    message: str = Field("", description="The quoted cause: the error string, then ' / ' and NCCL's last error.")
+    evidence: Evidence
+
+
 class BenchmarkRun(BaseModel):
     """One nccl-tests table (text or -J JSON)."""
 
@@ -289,7 +473,7 @@ class BenchmarkRun(BaseModel):
     avg_busbw: float | None = Field(None, description="The footer's Avg bus bandwidth (a mean over every row).")
     out_of_bounds: int | None = None
     out_of_bounds_ok: bool | None = None
-    failures: list[Evidence] = Field(default_factory=list, description="Test NCCL/CUDA failure lines.")
+    failures: list[TestFailure] = Field(default_factory=list, description="Test NCCL/CUDA failure lines.")
     errors: list[str] = Field(default_factory=list)
     evidence: Evidence | None = None
 
@@ -406,7 +590,19 @@ class Case(BaseModel):
     warnings: list[NcclMessage] = Field(default_factory=list, description="WARN lines (capped per family).")
     warning_count: int = 0
     error_traces: list[ErrorTrace] = Field(default_factory=list)
-    gdr_messages: list[NcclMessage] = Field(default_factory=list, description="GPU Direct RDMA lines.")
+    interfaces: list[InterfaceUse] = Field(
+        default_factory=list, description="Network interfaces NCCL named (bootstrap, NET/IB out-of-band, NET/Socket)."
+    )
+    gdr: list[GdrReport] = Field(default_factory=list, description="GPUDirect RDMA per HCA, GPU-NIC pair, rings.")
+    ib_completion_errors: list[IbCompletionError] = Field(default_factory=list)
+    socket_failures: list[SocketFailure] = Field(default_factory=list)
+    rdma_problems: list[RdmaProblem] = Field(default_factory=list)
+    p2p: list[P2pReport] = Field(default_factory=list)
+    cuda_errors: list[CudaError] = Field(default_factory=list)
+    sysfs_unreadable: list[SysfsUnreadable] = Field(default_factory=list)
+    facts_capped: dict[str, int] = Field(
+        default_factory=dict, description="Facts not kept beyond 5000 of a kind (interfaces, gdr ...), counted."
+    )
     messages: list[NcclMessage] = Field(
         default_factory=list, description="Other notable INFO lines (NVLS support, P2P level, affinity ...)."
     )
@@ -415,7 +611,7 @@ class Case(BaseModel):
     tuning: list[TuningChoice] = Field(default_factory=list)
     topologies: list[TopologyMatrix] = Field(default_factory=list)
     benchmarks: list[BenchmarkRun] = Field(default_factory=list)
-    framework_messages: list[NcclMessage] = Field(
+    framework: list[FrameworkEvent] = Field(
         default_factory=list, description="PyTorch/framework lines about NCCL: watchdog timeouts, NCCL errors."
     )
     run: RunRecord | None = Field(None, description="What `ncclscope run` did, when the input is its run directory.")

@@ -52,3 +52,23 @@ def nic_label(topo: TopologyMatrix, nic: str) -> str:
     """A NIC column with its legend name: NIC0 (mlx5_0)."""
     name = topo.nic_names.get(nic)
     return f"{nic} ({name})" if name and name != nic else nic
+
+
+def split_label(label: str) -> tuple[str, int] | None:
+    """'GPU12' -> ('GPU', 12), 'mlx5_3' -> ('mlx5_', 3); None when the label does not end in a number."""
+    head = label.rstrip("0123456789")
+    return (head, int(label[len(head) :])) if len(head) < len(label) else None
+
+
+# nvidia-smi lists RDMA devices as NICs (mlx5_0, rocep25s0f0, ibp12s0, efa0 ...); plain netdev names
+# (a NIC column of an Ethernet port) mean a port without RDMA.
+NON_RDMA_PREFIXES = ("eth", "em", "bond", "br", "docker", "veth", "virbr", "lxcbr", "wl")
+
+
+def is_rdma_nic(name: str) -> bool:
+    """Whether a NIC name of a matrix (or of its NIC Legend) is an RDMA device."""
+    low = name.lower()
+    if low == "lo" or low.startswith(NON_RDMA_PREFIXES):
+        return False
+    # enp65s0, eno1, ens5 ...: systemd's predictable names of Ethernet ports
+    return not (low.startswith("en") and len(low) > 2 and low[2].isalpha())

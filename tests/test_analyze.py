@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ncclscope.engine import analyze, selected
 from ncclscope.reading import read_case
-from ncclscope.rules.registry import all_rules
+from ncclscope.rules.catalog import all_rules
 
 from conftest import run_cli
 

@@ -385,25 +385,39 @@ gpunode7: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_
 def test_failure_lines_are_collected_and_do_not_end_the_run():
     [run] = read(FAILURE_MID_TABLE)
     assert len(run.rows) == 2
-    assert [(f.line, f.text.split(":")[0].strip()) for f in run.failures] == [
-        (5, "gpunode7"),
-        (6, ".. gpunode7 pid 41021"),
+    assert [(f.evidence.line, f.kind, f.host, f.pid) for f in run.failures] == [
+        (5, "nccl", "gpunode7", None),
+        (6, "unwind", "gpunode7", 41021),
     ]
-    assert run.failures[0].source == "paste.txt"
+    assert run.failures[0].evidence.source == "paste.txt"
 
 
 @pytest.mark.parametrize(
-    "line",
+    ("line", "kind", "host", "location", "message"),
     [
-        "node01: Test CUDA failure common.cu:891 'out of memory'",
-        " .. node01: Test failure common.cu:400",
-        "node01: Test timeout (300s) /opt/nccl-tests/src/common.cu:512",
-        "NCCL failure common.cu:386 'unhandled system error'",
+        ("node01: Test CUDA failure common.cu:891 'out of memory'", "cuda", "node01", "common.cu:891", "out of memory"),
+        (" .. node01: Test failure common.cu:400", "unwind", "node01", "common.cu:400", ""),
+        (
+            "node01: Test timeout (300s) /opt/nccl-tests/src/common.cu:512",
+            "timeout",
+            "node01",
+            "/opt/nccl-tests/src/common.cu:512",
+            "",
+        ),
+        (
+            "NCCL failure common.cu:386 'unhandled system error'",
+            "nccl",
+            None,
+            "common.cu:386",
+            "unhandled system error",
+        ),
     ],
 )
-def test_every_failure_shape_is_recognised(line):
+def test_every_failure_shape_is_recognised(line, kind, host, location, message):
     [run] = read(line)
-    assert [f.text for f in run.failures] == [line]
+    [failure] = run.failures
+    assert failure.evidence.text == line
+    assert (failure.kind, failure.host, failure.location, failure.message) == (kind, host, location, message)
 
 
 def test_failure_glued_to_a_cut_row_is_collected():
@@ -413,7 +427,7 @@ def test_failure_glued_to_a_cut_row_is_collected():
     )
     [run] = read(text)
     assert run.rows == []
-    assert [f.line for f in run.failures] == [4]
+    assert [(f.evidence.line, f.host) for f in run.failures] == [(4, "node01")]
 
 
 def test_cut_row_inside_a_table_is_not_a_row_and_does_not_start_a_run():
@@ -665,8 +679,9 @@ def test_fixture_interleaved_nccl_info_keeps_the_row_glued_to_a_record():
 def test_fixture_failure_mid_table():
     [run] = read_fixture("failure_mid_table.txt")
     assert (run.collective, run.nranks, len(run.rows)) == ("all_reduce", 16, 22)
-    assert [failure.line for failure in run.failures] == list(range(48, 56))
-    assert "Test NCCL failure common.cu:1204" in run.failures[0].text
+    assert [failure.evidence.line for failure in run.failures] == list(range(48, 56))
+    assert "Test NCCL failure common.cu:1204" in run.failures[0].evidence.text
+    assert run.failures[0].host == "gpu-f03"  # glued to its cut row: "-1gpu-f03: Test ..."
     assert run.avg_busbw is None
 
 

@@ -12,7 +12,7 @@ from ncclscope.engine import analyze
 from ncclscope.reading import read_case
 from ncclscope.redact import Redactor, read_case_redacted
 from ncclscope.render.findings import to_json, to_markdown
-from ncclscope.rules.registry import all_rules
+from ncclscope.rules.catalog import all_rules
 
 from conftest import REPO, fixture_files
 

@@ -48,6 +48,12 @@ BULK_FAMILIES = frozenset(
 
 Span = tuple[int, int]
 
+# Families whose grammar rule holds several kinds of message (NET/IB lists devices, reports GDR,
+# completion errors ...): a record's kind is the name of the alternative that matched.
+CONTAINER_FAMILIES = frozenset(
+    {"net_ib", "net_ib_gin", "net_socket", "net_ofi", "net_plugin_line", "other_plugin_line"}
+)
+
 # Pieces of NCCL records left on a line of their own when several writers share a stream (an
 # orphan tail "000 commId 0x... - Init COMPLETE", "NCCL IN" cut by another logger): counted as
 # NCCL lines that were not understood, never dropped as prose.
@@ -197,6 +203,10 @@ class LogResult:
     unrecognized_count: int = 0
     unrecognized: list[Unrecognized] = field(default_factory=list)
     cut_records: int = 0  # records cut right after their prefix: nothing of their message is left
+    net_same_device: tuple[int, str] | None = None  # a NET line between two ranks on one device number
+    # the last non-empty line seen: (line number, kind of its last NCCL record or "" when it is no
+    # NCCL line, or None when it is an NCCL line that was not understood)
+    last: tuple[int, str | None] | None = None
     families: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     # connections aggregated: key -> [lines, first line number, first raw line]
     edges: dict[tuple, list] = field(default_factory=dict)
@@ -343,6 +353,23 @@ class NcclLogParser:
                 group.append(i)
         for shape, indices in groups.items():
             self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
+        self._note_last(lines, skeletons, first_line)
+
+    def _note_last(self, lines: list[bytes], skeletons: list[bytes], first_line: int) -> None:
+        """What the last non-empty line of the block is (truncation: does the input stop mid-listing?)."""
+        for i in range(len(lines) - 1, -1, -1):
+            if not lines[i].strip():
+                continue
+            shape = self._cache.get(skeletons[i])
+            if shape is None and len(lines[i]) <= MAX_LINE_BYTES:
+                shape = self._shape_for_new_skeleton(lines[i])
+            if shape is None or not shape.records:
+                self.result.last = (first_line + i, "")
+            elif not shape.recognized:
+                self.result.last = (first_line + i, None)
+            else:
+                self.result.last = (first_line + i, record_kind(shape.records[-1]))
+            return
 
     def _overlong(self, line_no: int, line: bytes) -> None:
         if b"NCCL " in line:
@@ -672,6 +699,7 @@ class NcclLogParser:
                 peer = np.where(self._int_column(column, f["channel_sub"], n) == 0, peer, -1)
             keys = np.stack([hosts, pids, from_rank, nic, proxy, peer], axis=1)
             to_devs: tuple[np.ndarray | None, np.ndarray | None] | None = None
+            self._same_device_pairs(column, src, dst, lines, line_nos)
         else:
             to_rank = self._int_column(column, dst.get("rank"), n)
             keys = np.stack([hosts, pids, from_rank, to_rank], axis=1)
@@ -697,6 +725,20 @@ class NcclLogParser:
             else:
                 entry[0] += count
 
+    def _same_device_pairs(
+        self, column: Callable[[Span], np.ndarray], src: dict, dst: dict, lines: list[bytes], line_nos: list[int]
+    ) -> None:
+        """NET lines between two ranks printed with the same device ("0[18000] -> 1[18000]"): two ranks
+        cannot share a GPU, so they are on different hosts, whatever host name the lines carry."""
+        res = self.result
+        if res.net_same_device or not (isinstance(src.get("dev"), tuple) and isinstance(dst.get("dev"), tuple)):
+            return
+        same = (column(src["dev"]) == column(dst["dev"])) & (column(src["rank"]) != column(dst["rank"]))
+        hits = np.flatnonzero(same)
+        if len(hits):
+            i = int(hits[0])
+            res.net_same_device = (line_nos[i], clean(lines[i].decode("utf-8", "replace")).text)
+
     def host_names(self) -> dict[int, str]:
         return {v: k.decode("utf-8", "replace") for k, v in self._host_ids.items()}
 
@@ -710,6 +752,14 @@ def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not (keys == keys[first][inverse]).all():
         return np.unique(keys, axis=0, return_index=True, return_counts=True)[0:3]  # type: ignore[return-value]
     return keys[first], first, counts
+
+
+def record_kind(record: RecordShape) -> str:
+    """The family of a record, or for a container family the alternative it holds."""
+    family = record.family or ""
+    if family in CONTAINER_FAMILIES and record.fields:
+        return next(iter(record.fields))
+    return family
 
 
 def _understood(records: list[RecordShape]) -> bool:

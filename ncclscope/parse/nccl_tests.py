@@ -37,7 +37,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
 from ncclscope.grammars import load
-from ncclscope.model import BenchmarkRow, BenchmarkRun, Evidence, Measurement, TestDevice
+from ncclscope.model import BenchmarkRow, BenchmarkRun, Evidence, Measurement, TestDevice, TestFailure
 from ncclscope.parse.nccl_tests_infer import infer
 
 _GRAMMAR = "nccl_tests"
@@ -594,7 +594,17 @@ class NcclTestsReader:
             # start was not pasted, and the preamble lines that follow begin another
             table = self._start(lineno, text)
             table.section = _Section.ERROR
-        table.run.failures.append(self._evidence(lineno, text))
+        failure = _test_failure(tree, self._evidence(lineno, text))
+        if failure.host and _ROW_START.match(text):
+            # glued to the end of a cut row ("... sum  -1node01: Test ..."): the row's last cell (root, or a
+            # number of the measurement) ran into the host name
+            host = failure.host.lstrip("-+").lstrip("0123456789.")
+            failure.host = host or failure.host
+        if failure.host and not table.has_host(failure.host):
+            # glued to the end of a cut row ("... -1gpu-f03: Test ..."): the device lines name the host
+            glued = [d.host for t in self._tables for d in t.run.devices if d.host and failure.host.endswith(d.host)]
+            failure.host = max(glued, key=len) if glued else failure.host
+        table.run.failures.append(failure)
         return True
 
     def _row(self, lineno: int, text: str) -> bool:
@@ -665,6 +675,21 @@ class NcclTestsReader:
             if plan is not None:
                 return rule, plan
         return None, None
+
+
+def _test_failure(tree: Tree, evidence: Evidence) -> TestFailure:
+    values = _fields(tree)
+    api = next((str(t) for t in tree.children if isinstance(t, Token) and t.type in ("FAILED_API", "V1_FAILURE")), "")
+    kinds = {"unwind_failure": "unwind", "test_timeout": "timeout"}
+    kind = kinds.get(str(tree.data)) or ("cuda" if api.lower().startswith("cuda") else "nccl")
+    return TestFailure(
+        kind=kind,  # type: ignore[arg-type]
+        host=values.get("failure_host") or None,
+        pid=int(values["pid"]) if "pid" in values else None,
+        location=values.get("location"),
+        message=values.get("failure_message", "").strip().strip("'").strip(),
+        evidence=evidence,
+    )
 
 
 def _failure_tree(text: str) -> Tree | None:

@@ -1,5 +1,6 @@
 """Parsing one input: every line goes to the NCCL log parser; what is not NCCL's goes, in order,
-to the topology matrix and nccl-tests readers, so a mixed paste is split into its stretches.
+to the topology matrix, nccl-tests and framework (PyTorch ...) readers, so a mixed paste is split
+into its stretches. Command lines that set NCCL variables are read whichever reader takes them.
 
 `parse_input` is a plain function of one input so that several inputs can be parsed in
 parallel processes; its result is picklable.
@@ -8,12 +9,12 @@ parallel processes; its result is picklable.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ncclscope.model import BenchmarkRun, Evidence, NcclMessage, Source, TopologyMatrix, UnrecognizedLine
+from ncclscope.model import BenchmarkRun, EnvSetting, FrameworkEvent, Source, TopologyMatrix, UnrecognizedLine
 from ncclscope.normalize import clean, strip_launcher_prefix
+from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.nccl_log import LogResult, NcclLogParser
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
 from ncclscope.parse.topo_matrix import TopologyReader
@@ -31,28 +32,53 @@ class ParsedInput:
     host_names: dict[int, str] = field(default_factory=dict)
     topologies: list[TopologyMatrix] = field(default_factory=list)
     benchmarks: list[BenchmarkRun] = field(default_factory=list)
-    framework: list[NcclMessage] = field(default_factory=list)
+    framework: list[FrameworkEvent] = field(default_factory=list)
+    settings: list[EnvSetting] = field(default_factory=list)  # set by command lines in the input
 
 
-# Framework lines about NCCL that rules need (RUN006): PyTorch's ProcessGroupNCCL watchdog and errors.
-FRAMEWORK_RE = re.compile(
-    r"Watchdog caught collective operation timeout|ProcessGroupNCCL[^\n]*(?:[Tt]imeout|[Ee]rror|abort)"
-    r"|NCCL error in: |DistBackendError|NCCL communicator was aborted"
-)
-FRAMEWORK_KEEP = 200
+# A line that only says lines were left out where it stands
+ELISIONS = frozenset({"...", "....", "…", "[...]", "[…]", "<snip>", "[snip]", "(...)", "[... truncated ...]"})
+# Records that NCCL prints in runs (one per channel, device, node, HCA ...): a paste that stops on one
+# of them stopped in the middle of the run, so what would have followed is missing, not absent.
+LISTINGS = {
+    "connection": "connection lines",
+    "collnet_connection": "connection lines",
+    "ring_order": "ring orders",
+    "trees": "tree lines",
+    "graph_ring": "graph rings",
+    "graph_tree": "graph trees",
+    "graph_channel": "graph channels",
+    "nvls_trees": "NVLS trees",
+    "system_header": "the topology dump",
+    "topo_node": "the topology dump",
+    "topo_link": "the topology dump",
+    "topo_paths": "the topology dump",
+    "tuning_header_old": "the tuning table",
+    "tuning_algorithm": "the tuning table",
+    "tuning_protocol": "the tuning table",
+    "tuning_nthreads": "the tuning table",
+    "tuning_row": "the tuning table",
+    "gdr": "GPUDirect RDMA lines",
+    "ib_device_detail": "NET/IB device lines",
+    "error_trace": "an error chain",
+    "rccl_coll_trace": "kernel trace lines",
+}
+FRAMEWORK_KEEP = 2000  # framework events kept per input (a watchdog prints one per rank and collective)
+SETTINGS_KEEP = 500
 
 
 class _OtherLines:
-    """Routes lines that are not NCCL records to the matrix and nccl-tests readers."""
+    """Routes lines that are not NCCL records to the matrix, nccl-tests and framework readers."""
 
     def __init__(self, display: str) -> None:
         self.topology = TopologyReader(display)
         self.tests = NcclTestsReader(display)
+        self.framework = FrameworkReader(display)
         self.topology_lines = 0
         self.tests_lines = 0
         self.invalid_utf8 = 0
         self.display = display
-        self.framework: list[NcclMessage] = []
+        self.elisions: list[tuple[int, str]] = []
 
     def __call__(self, line_no: int, text: str) -> None:
         if not text:
@@ -63,14 +89,17 @@ class _OtherLines:
             self.invalid_utf8 += 1
         body = clean(text).text
         _, body = strip_launcher_prefix(body)
+        if body.strip() in ELISIONS:
+            self.elisions.append((line_no, body.strip()))
+            return
+        if len(self.framework.settings) < SETTINGS_KEEP:
+            self.framework.command_line(line_no, body)
         if self.topology.feed(line_no, body):
             self.topology_lines += 1
         elif self.tests.feed(line_no, body):
             self.tests_lines += 1
-        elif len(self.framework) < FRAMEWORK_KEEP and FRAMEWORK_RE.search(body):
-            family = "watchdog_timeout" if "atchdog" in body or "imeout" in body else "framework_error"
-            evidence = Evidence(source=self.display, line=line_no, text=body.strip())
-            self.framework.append(NcclMessage(level="ERROR", family=family, message=body.strip(), evidence=evidence))
+        elif len(self.framework.events) < FRAMEWORK_KEEP:
+            self.framework.feed(line_no, body)
 
 
 def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) -> ParsedInput:
@@ -89,7 +118,12 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     parsed = ParsedInput(source, log.result, log.host_names())
     parsed.topologies = others.topology.finish()
     parsed.benchmarks = others.tests.finish()
-    parsed.framework = others.framework
+    others.framework.finish()
+    parsed.framework = others.framework.events
+    parsed.settings = [
+        EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
+        for name, value, evidence in others.framework.settings
+    ]
     _fill_source(source, stats, parsed, others)
     return parsed
 
@@ -106,8 +140,16 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     source.families = dict(sorted(res.families.items()))
     source.topology_lines = others.topology_lines
     source.nccl_tests_lines = others.tests_lines
+    source.framework_lines = others.framework.lines
+    source.framework_unrecognized = len(others.framework.not_understood)
+    room = max(0, 50 - len(source.unrecognized))
+    source.unrecognized.extend(
+        UnrecognizedLine(line=n, text=t[:300], reason="a framework line about NCCL that was not understood")
+        for n, t in others.framework.not_understood[:room]
+    )
     source.invalid_utf8_lines = others.invalid_utf8
     source.problems.extend(stats.problems)
+    _truncation(source, res, others)
     for line_no, size in stats.overlong_lines:
         source.problems.append(
             f"line {line_no} is {size} bytes long; only its first 64 KiB were read, and it was not parsed"
@@ -118,11 +160,34 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("topology")
     if parsed.benchmarks:
         source.kinds.append("nccl_tests")
+    if parsed.framework:
+        source.kinds.append("framework_log")
     if stats.binary or stats.damaged or (stats.problems and not stats.lines):
         source.usable = False
     elif stats.bytes == 0:
         source.usable = False
         source.problems.append("empty input")
+
+
+def _truncation(source: Source, res: LogResult, others: _OtherLines) -> None:
+    """Say when the input visibly stops early (so that a rank 'stuck' in init may just be cut off)."""
+    if res.last is not None:
+        line_no, kind = res.last
+        if kind is None:
+            source.truncated.append(f"it ends in a cut NCCL record (line {line_no})")
+        elif kind in LISTINGS:
+            source.truncated.append(f"it stops inside {LISTINGS[kind]} (line {line_no})")
+        source.ends_cut = bool(source.truncated)
+    damaged = [u.line for u in res.unrecognized if u.reason.startswith(("a fragment", "unreadable record"))]
+    if damaged and not source.ends_cut:
+        source.truncated.append(f"a record of it is cut or damaged (line {damaged[0]})")
+    if others.framework.cut_at_end is not None:
+        source.truncated.append(f"it ends in a cut framework record (line {others.framework.cut_at_end})")
+        source.ends_cut = True
+    if others.elisions:
+        line_no, mark = others.elisions[0]
+        more = f" and {len(others.elisions) - 1} more" if len(others.elisions) > 1 else ""
+        source.truncated.append(f"lines were left out where it says `{mark}` (line {line_no}{more})")
 
 
 def _parse_json(item: InputFile, source: Source) -> ParsedInput | None:

@@ -10,7 +10,6 @@ from rich.markup import escape
 
 from ncclscope import __version__
 from ncclscope.model import Analysis, Evidence, Finding
-from ncclscope.rules.registry import all_rules
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -112,7 +111,7 @@ def _md_cell(text: str) -> str:
 
 
 def to_sarif(analysis: Analysis) -> str:
-    rules = all_rules()
+    rules = _rules()
     used = sorted({f.code for f in analysis.findings})
     driver_rules = [
         {
@@ -165,13 +164,13 @@ def to_sarif(analysis: Analysis) -> str:
 
 
 def print_rule_list(console: Console) -> None:
-    for code, r in all_rules().items():
+    for code, r in _rules().items():
         first = r.summary.split(". ")[0].rstrip(".") + "."  # the full text is one `ncclscope rules CODE` away
         console.print(f"[bold]{code:7}[/] {r.name:24} [{STYLE[r.severity]}]{r.severity:7}[/] {escape(first)}")
 
 
 def print_rule(code: str, console: Console) -> bool:
-    r = all_rules().get(code.upper())
+    r = _rules().get(code.upper())
     if r is None:
         return False
     console.print(f"[bold]{r.code} {r.name}[/] (default severity: {r.severity})")
@@ -188,3 +187,10 @@ def print_rule(code: str, console: Console) -> bool:
         for source in r.sources:
             console.print(f"  - {escape(source)}")
     return True
+
+
+def _rules() -> dict[str, Any]:
+    """Every rule, imported when a renderer needs their documentation (rendering findings needs none)."""
+    from ncclscope.rules.catalog import all_rules
+
+    return all_rules()

@@ -7,15 +7,15 @@ too small to judge, wrong results, runs that were not one job, failures, and slo
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Evidence, Finding
+from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Evidence, Finding, TestFailure
 from ncclscope.platforms import cpu_run, judging, latency_references, run_facts, spec_by_key, unjudged_need
 from ncclscope.platforms import data_check as data_check_reference
 from ncclscope.rules.context import Context, shown
+from ncclscope.rules.error_strings import test_failure_meaning
 from ncclscope.rules.registry import make_finding, rule
 
 OLD_ERROR_LAYOUTS = frozenset({"v1", "v2.0-2.11"})  # the `error` column holds the largest absolute error
@@ -34,52 +34,6 @@ THROTTLING_ENV = {
 }
 FEW_CHANNELS = 2
 ALGORITHM_NAMES = {"nvls": "NVLS all_reduce", "ring": "ring"}
-ROW_PREAMBLE_RE = re.compile(r"^\s*\d+\s+\d+\s+\S+\s+(?:\S+\s+)?-?\d+(?=\S)")
-FAILURE_RE = re.compile(r"Test (?:NCCL|CUDA) failure\s+(?P<where>\S+)\s+'(?P<what>.*)'\s*$|Test timeout")
-
-# What the failure texts of nccl-tests mean (CUDA and NCCL error strings), most specific first.
-FAILURE_CAUSES: list[tuple[str, str]] = [
-    (
-        "system not yet initialized",
-        "CUDA error 802: on an NVSwitch system the NVIDIA fabric manager is not running "
-        "(systemctl status nvidia-fabricmanager; its version must match the driver)",
-    ),
-    ("out of memory", "GPU memory ran out: another process holds GPU memory, or the sizes (-e) are too large"),
-    (
-        "illegal memory access",
-        "a GPU kernel faulted (CUDA error 700): look for Xid errors in dmesg; a hardware, driver or NCCL fault",
-    ),
-    (
-        "ibv_create_qp",
-        "creating an InfiniBand queue pair failed: raise the locked-memory limit (ulimit -l unlimited / "
-        "--ulimit memlock=-1)",
-    ),
-    ("ibv_reg_mr", "registering memory with the NIC failed: raise the locked-memory limit (ulimit -l unlimited)"),
-    ("/dev/shm", "shared memory ran out: give the container more /dev/shm (docker --shm-size=1g)"),
-    (
-        "remote process exited or there was a network error",
-        "a peer process died or the network dropped the connection: read the other ranks' output first",
-    ),
-    (
-        "unhandled system error",
-        "a system call or network call inside NCCL failed (sockets, IB verbs, /dev/shm): NCCL's last WARN, after "
-        "the '/', names it; run with NCCL_DEBUG=INFO",
-    ),
-    (
-        "unhandled cuda error",
-        "a CUDA call inside NCCL failed: NCCL's last WARN, after the '/', names it; run with NCCL_DEBUG=INFO",
-    ),
-    ("internal error", "NCCL hit an internal error: read the NCCL WARN lines (NCCL_DEBUG=INFO)"),
-    ("invalid usage", "NCCL was called inconsistently (different arguments or versions across ranks)"),
-    ("invalid argument", "an invalid argument reached NCCL or CUDA (check the sizes and the device list)"),
-    ("no CUDA-capable device", "no GPU is visible to the process (CUDA_VISIBLE_DEVICES, container --gpus)"),
-    ("driver version is insufficient", "the NVIDIA driver is older than the CUDA runtime nccl-tests was built with"),
-    (
-        "operation not permitted",
-        "the GPU refused the operation (IMEX channel permissions on MNNVL, or MIG/compute mode)",
-    ),
-    ("Test timeout", "the collective did not complete within -T seconds: a hang; see RUN001/RUN006 and NCCL's RAS"),
-]
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -491,41 +445,28 @@ def test_failure(ctx: Context) -> Iterable[Finding]:
     for run in ctx.case.benchmarks:
         if not run.failures:
             continue
-        causes: dict[str, list[Evidence]] = {}
-        hosts: set[str] = set()
-        for ev in run.failures:
-            text = ROW_PREAMBLE_RE.sub("", ev.text).strip()
-            match = FAILURE_RE.search(text)
-            if not match:
-                continue
-            host = text[: match.start()].rstrip(": ").split()[-1:] or [""]
-            if host[0]:
-                hosts.add(host[0])
-            what = match.group("what") or "Test timeout"
-            causes.setdefault(what, []).append(ev)
-        if not causes:
-            what = run.failures[0].text.strip()
-            causes[what] = list(run.failures)
-        for what, lines in causes.items():
-            meaning = _decode_failure(what)
+        causes: dict[str, list[TestFailure]] = {}
+        for failure in run.failures:
+            if failure.kind == "timeout":
+                causes.setdefault("Test timeout", []).append(failure)
+            elif failure.kind != "unwind":
+                causes.setdefault(failure.message, []).append(failure)
+        if not causes:  # only the unwinding lines were pasted
+            causes[run.failures[0].evidence.text.strip()] = list(run.failures)
+        hosts = sorted({f.host for f in run.failures if f.host and f.kind != "unwind"})
+        for what, failures in causes.items():
             yield make_finding(
                 "BW005",
                 "error",
-                f"{_where(run)} failed on {', '.join(sorted(hosts)) or 'some rank'}"
+                f"{_where(run)} failed on {', '.join(hosts) or 'some rank'}"
                 + (f" after {_size(max(r.size for r in run.rows))}" if run.rows else "")
-                + f": '{what[:200]}' - {meaning}",
-                evidence=shown(lines + [e for e in run.failures if e not in lines]),
+                + f": '{what[:200]}' - {test_failure_meaning(what)}",
+                evidence=shown(
+                    [f.evidence for f in failures] + [f.evidence for f in run.failures if f not in failures]
+                ),
                 evidence_count=len(run.failures),
-                hosts=sorted(hosts),
+                hosts=hosts,
             )
-
-
-def _decode_failure(text: str) -> str:
-    lowered = text.lower()
-    for needle, meaning in FAILURE_CAUSES:
-        if needle.lower() in lowered:
-            return meaning
-    return "see the NCCL WARN lines before it (NCCL_DEBUG=INFO)"
 
 
 # -------------------------------------------------------------------------------------- BW006

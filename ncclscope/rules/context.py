@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,6 +20,9 @@ TUNING_FAMILIES = frozenset(
 # Evidence a rule may need, and how to get it when it is missing (EVD001 quotes this).
 NEEDS: dict[str, str] = {
     "nccl_log": "an NCCL log: run with NCCL_DEBUG=INFO (ncclscope run does it for you)",
+    "settings": "NCCL settings: the log's `set by environment` lines (NCCL_DEBUG_SUBSYS with ENV, on by default)"
+    " or the job's command line",
+    "transports": "connection lines or P2P reports: NCCL_DEBUG=INFO with the INIT subsystem, from communicator setup",
     "connections": "connection lines: NCCL_DEBUG=INFO with the INIT subsystem, from communicator setup",
     "graph": "GRAPH lines: NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING",
     "tuning": "TUNING lines: NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING",
@@ -33,10 +35,23 @@ NEEDS: dict[str, str] = {
 
 
 @dataclass
+class NotJudged:
+    """Something a rule could not judge although its evidence is there in part (EVD001 reports it)."""
+
+    code: str
+    what: str
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
 class Context:
     case: Case
     platform: Platform = field(default_factory=Platform)
     bandwidth: list[BandwidthJudgement] = field(default_factory=list)
+    not_judged: list[NotJudged] = field(default_factory=list)
+
+    def cannot_judge(self, code: str, what: str, evidence: Iterable[Evidence] = ()) -> None:
+        self.not_judged.append(NotJudged(code, what, list(evidence)))
 
     # ------------------------------------------------------------------------------ evidence
     @cached_property
@@ -48,6 +63,9 @@ class Context:
         checks = {
             "nccl_log": lambda: any("nccl_log" in s.kinds for s in case.sources),
             "connections": lambda: case.connections.total > 0,
+            # a log shows the settings NCCL read (none: nothing set); without one, a command line may
+            "settings": lambda: bool(case.env) or any("nccl_log" in s.kinds for s in case.sources),
+            "transports": lambda: case.connections.total > 0 or bool(case.p2p),
             "graph": lambda: bool(self.families & GRAPH_FAMILIES),
             "tuning": lambda: bool(self.families & TUNING_FAMILIES),
             "topology": lambda: bool(case.topologies),
@@ -69,21 +87,16 @@ class Context:
 
     @property
     def multi_host(self) -> bool:
-        if len(self.hosts) > 1:
+        if len(self.hosts) > 1 or self.case.connections.across_hosts is not None:
             return True
         return any((c.nnodes or 0) > 1 for c in self.case.communicators)
 
     def env(self, name: str) -> list[EnvSetting]:
         return [e for e in self.case.env if e.name == name]
 
-    def warnings(self, family: str | None = None, text: str | re.Pattern[str] | None = None) -> list[NcclMessage]:
-        """WARN lines (and error families logged at INFO) by family and/or message pattern."""
-        pattern = re.compile(text) if isinstance(text, str) else text
-        return [
-            w
-            for w in self.case.warnings
-            if (family is None or w.family == family) and (pattern is None or pattern.search(w.message))
-        ]
+    def warnings(self, family: str | None = None) -> list[NcclMessage]:
+        """WARN lines (and error families logged at INFO), of one family or all."""
+        return [w for w in self.case.warnings if family is None or w.family == family]
 
     def messages(self, family: str) -> list[NcclMessage]:
         return [m for m in self.case.messages if m.family == family]

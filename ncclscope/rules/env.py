@@ -176,6 +176,18 @@ KNOBS: dict[str, Knob] = {
     "NCCL_RAS_ENABLE": Knob("tuning", "controls the RAS subsystem"),
 }
 
+# NCCL's own logging: the settings that produce the evidence ncclscope reads, not overrides
+LOGGING = frozenset(
+    {
+        "NCCL_DEBUG",
+        "NCCL_DEBUG_SUBSYS",
+        "NCCL_DEBUG_FILE",
+        "NCCL_DEBUG_TIMESTAMP_FORMAT",
+        "NCCL_DEBUG_TIMESTAMP_LEVELS",
+        "NCCL_WARN_ENABLE_DEBUG_INFO",
+    }
+)
+
 FEATURE_NAMES = {
     "rdma": "RDMA NICs",
     "nvlink": "NVLink",
@@ -287,6 +299,8 @@ FEATURES: dict[str, Callable[[Context, list[str]], str | None]] = {
 
 # ---------------------------------------------------------------------------------------- ENV001
 def _where(setting: EnvSetting) -> str:
+    if setting.origin == "command_line":
+        return f"the command line at {setting.evidence.source}:{setting.evidence.line}"
     hosts = host_list(setting.hosts) or "unknown host"
     n = setting.processes
     return f"{hosts} ({n} process{'es' if n != 1 else ''})"
@@ -325,12 +339,16 @@ def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
     return "info", f"{head} {knob.what}{note}: a documented configuration or tuning knob"
 
 
-@rule("ENV001", "debug-override", severity="error", needs=["nccl_log"])
+@rule("ENV001", "debug-override", severity="error", needs=["settings"])
 def debug_override(ctx: Context) -> Iterable[Finding]:
     """An NCCL_* variable is set: debugging overrides (P2P/SHM/IB/NVLS/PXN off, ALGO/PROTO forced,
     channel or thread counts capped, NET_GDR_LEVEL lowered, IGNORE_NET_MISMATCH ...) are warnings,
     errors when they switch off a transport the hosts have (IB on a multi-host job with RDMA NICs,
     P2P on NVLink, NVLS on NVSwitch, SHM where P2P is unavailable); documented tuning knobs are info.
+
+    Settings come from the log's `set by environment` lines and from a launcher or shell command line
+    in the inputs (`mpirun -x NCCL_...=`, `srun --export=...`, `export NCCL_...=`); NCCL's logging
+    variables (NCCL_DEBUG ...) are not overrides.
 
     One finding per variable and value, with the hosts and how many processes logged it. On a single
     host NCCL_IB_DISABLE=1 changes nothing (intra-node traffic does not use the network) and stays a
@@ -353,7 +371,7 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
     (NCCL_IGNORE_NET_MISMATCH)
     """
     for s in ctx.case.env:
-        if not s.name.startswith("NCCL_"):
+        if not s.name.startswith("NCCL_") or s.name in LOGGING:
             continue
         severity, message = _judge(ctx, s)
         knob = KNOBS.get(s.name)
@@ -400,7 +418,7 @@ def _host_groups(ctx: Context) -> list[tuple[list[str], dict[str, int]]]:
     return [(hosts, dict(counts))] if hosts else []
 
 
-@rule("ENV002", "env-inconsistent", severity="warning", needs=["nccl_log"])
+@rule("ENV002", "env-inconsistent", severity="warning", needs=["settings"])
 def env_inconsistent(ctx: Context) -> Iterable[Finding]:
     """NCCL_* settings differ between the hosts or processes of one job: a variable is set on some
     hosts (or by some processes) but not all, or to different values.
@@ -424,7 +442,8 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
     """
     by_name: dict[str, list[EnvSetting]] = defaultdict(list)
     for s in ctx.case.env:
-        if s.name.startswith("NCCL_"):
+        # a command line sets its variables for every rank it starts: nothing to compare there
+        if s.name.startswith("NCCL_") and s.name not in LOGGING and s.origin == "log":
             by_name[s.name].append(s)
     networks = {h.name: sorted(h.networks) for h in ctx.case.hosts}
     printing_hosts = {h for s in ctx.case.env for h in s.hosts}

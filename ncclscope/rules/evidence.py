@@ -6,16 +6,29 @@ from collections.abc import Iterable
 
 from ncclscope.model import Finding
 from ncclscope.platforms import cpu_run
-from ncclscope.rules.context import NEEDS, Context
+from ncclscope.rules.context import NEEDS, Context, shown
 from ncclscope.rules.registry import make_finding, rule
 
 # Without any NCCL log, the log rules have nothing to look at; say so once, plainly.
-ORDER = ["nccl_log", "version", "init", "connections", "graph", "tuning", "topology", "nccl_tests", "platform"]
+ORDER = [
+    "nccl_log",
+    "version",
+    "settings",
+    "init",
+    "connections",
+    "transports",
+    "graph",
+    "tuning",
+    "topology",
+    "nccl_tests",
+    "platform",
+]
 
 
 @rule("EVD001", "missing-evidence", severity="info")
 def missing_evidence(ctx: Context) -> Iterable[Finding]:
-    """Some rules could not judge because the inputs lack what they need.
+    """Some rules could not judge because the inputs lack what they need, or hold only part of it (the
+    logs of some ranks of a communicator, an input that stops in the middle of NCCL's init).
 
     Why: Most logs in tickets are taken with the default NCCL_DEBUG_SUBSYS, which hides the GRAPH,
     NET and TUNING lines, and come without a topology matrix or a benchmark. A rule that cannot see
@@ -26,15 +39,16 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
     `nvidia-smi topo -m` from each host and an nccl-tests run up to 8 GiB (`ncclscope run` collects
     all of it).
 
-    Sources: landscape.md section 4.2 and 6.1 (default subsystem masks; maintainers ask for
-    INIT,ENV,GRAPH,NET,TUNING, nccl#1801)
+    Sources: NCCL docs env.rst (NCCL_DEBUG_SUBSYS and its default mask); NVIDIA/nccl#1801 (maintainers
+    ask for NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING)
     """
     unjudged: dict[str, list[str]] = getattr(ctx, "unjudged", {})
     for need in sorted(unjudged, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
         codes = sorted(set(unjudged[need]))
         if need == "version" and not ctx.has("nccl_log"):
             continue  # already covered by the missing log
-        if need != "nccl_log" and not ctx.has("nccl_log") and need in ("init", "connections", "graph", "tuning"):
+        log_parts = ("settings", "init", "connections", "transports", "graph", "tuning")
+        if need != "nccl_log" and not ctx.has("nccl_log") and need in log_parts:
             continue
         what = NEEDS[need].split(":")[0]
         message = f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs lack {what}"
@@ -43,6 +57,14 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
             message += " (this run used gloo between CPU processes, which writes neither NCCL logs nor a matrix)"
             fix = "Run `ncclscope run` on a GPU host: NCCL writes its log and nvidia-smi its matrix into the run."
         yield make_finding("EVD001", "info", message, fix=fix)
+    for item in ctx.not_judged:
+        yield make_finding(
+            "EVD001",
+            "info",
+            f"{item.code} could not judge: {item.what}",
+            evidence=shown(item.evidence),
+            evidence_count=len(item.evidence),
+        )
 
 
 GPU_ONLY = ("nccl_log", "topology")

@@ -6,19 +6,14 @@ them); what counts is NET/IB, NET/IBext, NET/AWS Libfabric, COLLNET ... connecti
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ncclscope.model import Connection, Evidence, Finding, NcclMessage
+from ncclscope.model import Connection, Evidence, Finding, GdrReport
 from ncclscope.rules.context import Context, shown
-from ncclscope.rules.net import HostNet, host_nets, names, net_name, plural, rank_list
+from ncclscope.rules.net_common import HostNet, host_nets, is_socket, names, net_name, plural, rank_list
 from ncclscope.rules.registry import make_finding, rule
 
-HCA_RE = re.compile(r"for HCA\s+(\d+)\s+'([^']*)'")
-PAIR_RE = re.compile(r"for GPU")
-DISTANCE_RE = re.compile(r"distance\s+(\d+)\s*>\s*(\d+)")
-NET_RE = re.compile(r"^NET/([^:]+?)\s*:")
 HOSTS_DETAILED = 4  # hosts described one by one in a message before "and N more hosts"
 GDR_ENV = ("NCCL_NET_GDR_LEVEL", "NCCL_IB_CUDA_SUPPORT", "NCCL_DMABUF_ENABLE")
 
@@ -30,12 +25,12 @@ class HostGdr:
     net: HostNet
     off_edges: list[Connection] = field(default_factory=list)
     on_edges: list[Connection] = field(default_factory=list)
-    hca_off: list[NcclMessage] = field(default_factory=list)
-    hca_on: list[NcclMessage] = field(default_factory=list)
-    pair_off: list[NcclMessage] = field(default_factory=list)
-    pair_on: list[NcclMessage] = field(default_factory=list)
-    flags_off: list[NcclMessage] = field(default_factory=list)
-    flags_on: list[NcclMessage] = field(default_factory=list)
+    hca_off: list[GdrReport] = field(default_factory=list)
+    hca_on: list[GdrReport] = field(default_factory=list)
+    pair_off: list[GdrReport] = field(default_factory=list)
+    pair_on: list[GdrReport] = field(default_factory=list)
+    flags_off: list[GdrReport] = field(default_factory=list)
+    flags_on: list[GdrReport] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -68,7 +63,7 @@ class HostGdr:
             for e in sorted(self.off_edges, key=lambda e: e.nic if e.nic is not None else -1)
             if e.nic is not None
         ]
-        nics.extend(m.group(2) for m in (HCA_RE.search(msg.message) for msg in self.hca_off) if m)
+        nics.extend(r.hca_name for r in self.hca_off if r.hca_name)
         return list(dict.fromkeys(nics))
 
     def off_evidence(self) -> list[Evidence]:
@@ -82,10 +77,9 @@ class HostGdr:
     def transport(self) -> str:
         for edge in self.off_edges + self.on_edges:
             return f"NET/{net_name(edge.transport)}" if edge.transport.startswith("NET/") else edge.transport
-        for msg in self.hca_off + self.hca_on:
-            match = NET_RE.match(msg.message)
-            if match:
-                return f"NET/{match.group(1)}"
+        for report in self.hca_off + self.hca_on:
+            if report.network:
+                return f"NET/{report.network}"
         name = self.net.rdma_name
         return f"NET/{name}" if name else "the RDMA network"
 
@@ -109,30 +103,26 @@ def host_gdr(ctx: Context) -> dict[str, HostGdr]:
             gdr = entry(net.name)
             if gdr is not None:
                 (gdr.on_edges if edge.gdr else gdr.off_edges).append(edge)
-    for msg in ctx.case.gdr_messages:
-        gdr = entry(msg.host)
-        if gdr is None:
-            continue
-        enabled = str(msg.fields.get("state", "")).lower() == "enabled" or (
-            "Enabled" in msg.message and "Disabled" not in msg.message
-        )
-        if HCA_RE.search(msg.message) and not PAIR_RE.search(msg.message):
-            (gdr.hca_on if enabled else gdr.hca_off).append(msg)
-        else:
-            (gdr.pair_on if enabled else gdr.pair_off).append(msg)
-    for msg in ctx.messages("connected"):
-        flag = str(msg.fields.get("gdr_flag", "")).strip()
-        if flag not in ("0", "1") or not msg.host:
-            continue
-        known = nets.get(msg.host)
-        if known is None or not known.uses_rdma:
-            continue  # "GDR 0" is printed on Socket and NVLink-only jobs too
-        gdr = entry(msg.host)
-        if gdr is not None:
-            (gdr.flags_on if flag == "1" else gdr.flags_off).append(msg)
-    # judge only where inter-host traffic exists: NET lines on the host, or a multi-host job
+    lists = {
+        ("hca", False): "hca_off",
+        ("hca", True): "hca_on",
+        ("pair", False): "pair_off",
+        ("pair", True): "pair_on",
+        ("rings", False): "flags_off",
+        ("rings", True): "flags_on",
+    }
     multi = ctx.multi_host
-    return {h: g for h, g in out.items() if g.state is not None and (multi or g.off_edges or g.on_edges)}
+    for report in ctx.case.gdr:
+        if is_socket(report.network):
+            continue  # a socket plugin (FastSocket) has no GPUDirect RDMA to turn on
+        if report.scope == "rings":
+            known = nets.get(report.host or "")
+            if known is None or not known.uses_rdma or not (multi or known.rdma_edges):
+                continue  # "GDR 0" is printed on Socket and NVLink-only jobs, and on one host, too
+        gdr = entry(report.host)
+        if gdr is not None:
+            getattr(gdr, lists[(report.scope, report.enabled)]).append(report)
+    return {h: g for h, g in out.items() if g.state is not None}
 
 
 def _causes(ctx: Context, hosts: list[HostGdr]) -> tuple[str, list[Evidence]]:
@@ -140,12 +130,17 @@ def _causes(ctx: Context, hosts: list[HostGdr]) -> tuple[str, list[Evidence]]:
     evidence: list[Evidence] = []
     hca_off = [m for h in hosts for m in h.hca_off]
     if hca_off:
-        hcas = {m.group(2) for m in (HCA_RE.search(msg.message) for msg in hca_off) if m}
+        hcas = {r.hca_name for r in hca_off if r.hca_name}
         causes.append(
             f"NCCL reports `GPU Direct RDMA Disabled` for {plural(len(hcas) or len(hca_off), 'HCA')}: no GPUDirect "
             "support in the kernel (nvidia-peermem not loaded, no DMA-BUF)"
         )
-    distances = [m.group(0) for m in (DISTANCE_RE.search(msg.message) for h in hosts for msg in h.pair_off) if m]
+    distances = [
+        f"distance {r.distance} > {r.limit}"
+        for h in hosts
+        for r in h.pair_off
+        if r.distance is not None and r.limit is not None and r.distance > r.limit
+    ]
     if distances:
         causes.append(f"GPU-NIC pairs too far apart for NCCL_NET_GDR_LEVEL ({names(distances, 2)})")
     for name in GDR_ENV:
@@ -203,6 +198,8 @@ def gdr_off(ctx: Context) -> Iterable[Finding]:
     hosts = [h for h in host_gdr(ctx).values() if h.state in ("off", "mixed")]
     if not hosts:
         return
+    # GDR matters where traffic crosses hosts: NET lines on the host, or a multi-host job
+    traffic = ctx.multi_host or any(h.off_edges or h.on_edges for h in hosts)
     causes, env_evidence = _causes(ctx, hosts)
     transports = sorted({h.transport() for h in hosts})
     described = "; ".join(_describe(h) for h in hosts[:HOSTS_DETAILED])
@@ -213,11 +210,13 @@ def gdr_off(ctx: Context) -> Iterable[Finding]:
     details = [part for part in (what, causes) if part]
     if details:
         message += ": " + "; ".join(details)
+    if not traffic:
+        message += "; this job stays on one host, where GPUs do not use the network: it matters once it spans hosts"
     evidence = [e for h in hosts for e in h.off_evidence()] + env_evidence
     ranks = sorted({r for h in hosts for r in h.off_ranks})
     yield make_finding(
         "GDR001",
-        "warning",
+        "warning" if traffic else "info",
         message,
         evidence=shown(evidence),
         evidence_count=sum(h.off_count() for h in hosts) + len(env_evidence),

@@ -13,6 +13,8 @@ The docstring is the documentation shown by `ncclscope rules CODE`: the first pa
 the rule detects; paragraphs starting with "Why:", "Fix:" and "Sources:" say why it matters, how
 to fix it and where the knowledge comes from. `needs` names the evidence the rule cannot judge
 without (see Context.has); when it is missing the rule is not run and EVD001 says so.
+
+This module imports no rule module (they import it); ncclscope.rules.catalog imports them all.
 """
 
 from __future__ import annotations
@@ -111,10 +113,3 @@ def make_finding(rule_code: str, severity: Severity, message: str, **extra: obje
     if "evidence_count" not in data:
         data["evidence_count"] = len(data.get("evidence", []) or [])  # type: ignore[arg-type]
     return Finding.model_validate(data)
-
-
-def all_rules() -> dict[str, Rule]:
-    """Every rule, with the rule modules imported (registration happens at import)."""
-    from ncclscope.rules import bench, env, evidence, gdr, net, run, topo, version  # noqa: F401
-
-    return dict(sorted(REGISTRY.items()))

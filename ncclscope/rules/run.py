@@ -1,93 +1,65 @@
-"""Rules of the RUN family (see ../shared/knowledge/rule-catalog.md): init that does not complete,
-and the runtime errors NCCL (and PyTorch) report."""
+"""Rules of the RUN family about the errors NCCL reports at run time: RUN002 (two ranks on one GPU),
+RUN003 (/dev/shm exhausted), RUN004 (CUDA errors) and RUN005 (every other WARN, and the NCCL errors a
+framework raised), each with the `file:line -> N` chain that follows it decoded."""
 
 from __future__ import annotations
 
 import bisect
-import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from itertools import groupby
 
-from ncclscope.model import CommRank, Communicator, ErrorTrace, Evidence, Finding, NcclMessage, Severity
+from ncclscope.model import CudaError, ErrorTrace, Evidence, Finding, FrameworkEvent, NcclMessage, SocketFailure
 from ncclscope.rules.context import Context, shown
+from ncclscope.rules.error_strings import cuda_error as decode_cuda
+from ncclscope.rules.error_strings import nccl_result
+from ncclscope.rules.net_errors import connection_kind
 from ncclscope.rules.registry import make_finding, rule
-from ncclscope.rules.version import host_list, rank_text
+from ncclscope.rules.version import host_list
 
 # ------------------------------------------------------------------------- who reports which WARN
-CONNECTION_RE = re.compile(
-    r"[Cc]onnection (refused|reset|closed|timed out)|closed by remote peer|[Ss]oftware caused connection abort"
-    r"|wrong type|[Bb]roken pipe|[Nn]o route to host|[Nn]etwork is unreachable|exceeded (error )?retr|timed out"
-)
+# WARN families whose every line another rule reports
+FAMILY_RULES = {"duplicate_gpu": "RUN002", "shm_failure": "RUN003", "version_mismatch": "VER001"}
 
 
-@dataclass(frozen=True)
-class Covered:
-    """A WARN that another rule reports: by message family and/or message text."""
+def covered_lines(ctx: Context) -> dict[tuple[str, int], str]:
+    """(source, line) -> the code of the rule that reports that line: the rules whose facts hold it.
+    RUN005 reports every other WARN."""
+    case = ctx.case
+    out: dict[tuple[str, int], str] = {}
 
-    code: str
-    families: frozenset[str] | None = None
-    text: re.Pattern[str] | None = None
+    def mark(evidence: Iterable[Evidence], code: str) -> None:
+        for ev in evidence:
+            out.setdefault((ev.source, ev.line), code)
 
-    def matches(self, w: NcclMessage) -> bool:
-        if self.families is not None and w.family not in self.families:
-            return False
-        return self.text is None or bool(self.text.search(w.message))
-
-
-# The one place that says which WARN lines have a more specific rule; RUN005 reports every other
-# WARN, and RUN002-RUN004 select their lines with their own entries.
-COVERED_ELSEWHERE: tuple[Covered, ...] = (
-    Covered("NET005", frozenset({"net_ib", "net_ib_gin"}), re.compile(r"Got completion")),
-    Covered("NET006", frozenset({"socket_failure", "bootstrap_failure", "proxy_failure"})),
-    Covered("NET006", None, CONNECTION_RE),
-    Covered("NET002", frozenset({"ib_no_device", "plugin_init_failed"})),
-    Covered(
-        "NET002",
-        None,
-        re.compile(
-            r"Failed to open libibverbs|NET/IB : No device found|[Ii]nitiali[sz]ation failed"
-            r"|Failed to initialize (any )?NET plugin|Initializing plugin failed"
-        ),
-    ),
-    Covered("RUN002", frozenset({"duplicate_gpu"})),
-    Covered("RUN002", None, re.compile(r"Multiple Ranks are using the same GPU")),
-    Covered("RUN003", frozenset({"shm_failure"}), re.compile(r"failed to extend|Error while creating shared memory")),
-    Covered("RUN004", frozenset({"cuda_failure"})),
-    Covered("TOPO005", frozenset({"p2p_indirect_note"})),
-    Covered("VER001", frozenset({"version_mismatch"})),
-)
+    mark((p.evidence for p in case.rdma_problems), "NET002")
+    mark((e.evidence for e in case.ib_completion_errors), "NET005")
+    mark((f.evidence for f in case.socket_failures if connection_kind(f) is not None), "NET006")
+    mark((c.evidence for c in case.cuda_errors if c.fatal), "RUN004")
+    mark((p.evidence for p in case.p2p if p.kind == "disabled_on_nvlink"), "TOPO005")
+    for w in case.warnings:
+        code = FAMILY_RULES.get(w.family)
+        if code:
+            out[(w.evidence.source, w.evidence.line)] = code
+    return out
 
 
-def covered_by(w: NcclMessage) -> str | None:
-    """The code of the rule that reports this WARN, or None."""
-    for entry in COVERED_ELSEWHERE:
-        if entry.matches(w):
-            return entry.code
-    return None
-
-
-def _warns(ctx: Context, code: str | None) -> list[NcclMessage]:
+def _warns(ctx: Context, code: str | None, covered: dict[tuple[str, int], str] | None = None) -> list[NcclMessage]:
     """WARN (and ABORT) lines reported by `code` (None: by nobody else), one per input line."""
+    covered = covered_lines(ctx) if covered is None else covered
     seen: set[tuple[str, int]] = set()
     out = []
     for w in ctx.case.warnings:
-        if w.level not in ("WARN", "ABORT"):
-            continue
         key = (w.evidence.source, w.evidence.line)
-        if key in seen:
+        if w.level not in ("WARN", "ABORT") or key in seen:
             continue  # the same line can be recorded twice (a handler and the generic WARN path)
-        if covered_by(w) == code:
+        if (covered.get(key) or None) == code:
             seen.add(key)
             out.append(w)
     return out
 
 
 # ------------------------------------------------------------------------ error propagation chains
-THREAD_RE = re.compile(r"\[([A-Za-z][A-Za-z ]*[A-Za-z](?: \d+)?)\]\s*$")
-ERRNO_RE = re.compile(r"-> \d+ \(([^)]*)\)")
-
-
 class Chains:
     """The `file:line -> N` chain that follows each WARN in the same thread."""
 
@@ -106,7 +78,7 @@ class Chains:
         for lines in self.warn_lines.values():
             lines.sort()
 
-    def after(self, w: NcclMessage) -> ErrorTrace | None:
+    def after(self, w: NcclMessage | CudaError) -> ErrorTrace | None:
         key = (w.evidence.source, w.host, w.pid, w.tid)
         traces = self.traces.get(key)
         if not traces:
@@ -128,22 +100,12 @@ def describe_chain(t: ErrorTrace) -> str:
         path = f"{frames[0]} -> {frames[1]} -> ... -> {frames[-1]} ({len(frames)} levels)"
     else:
         path = " -> ".join(frames)
-    thread = t.thread
-    if not thread and t.evidence:
-        match = THREAD_RE.search(t.evidence[-1].text)
-        thread = match.group(1) if match else None
-    errno = None
-    for e in t.evidence:
-        match = ERRNO_RE.search(e.text)
-        if match:
-            errno = match.group(1)
-            break
     text = f"{t.result_name} ({t.result})"
-    if errno:
-        text += f", {errno},"
+    if t.errno_text:
+        text += f", {t.errno_text},"
     text += f" through {path}"
-    if thread:
-        text += f" [{thread}]"
+    if t.thread:
+        text += f" [{t.thread}]"
     return text
 
 
@@ -156,7 +118,7 @@ def _chain_summary(chains: list[ErrorTrace]) -> str:
     return f"; propagated as {first}{more}"
 
 
-def _hosts_text(msgs: list[NcclMessage]) -> str:
+def _hosts_text(msgs: Iterable[NcclMessage | CudaError]) -> str:
     hosts = sorted({m.host for m in msgs if m.host})
     return host_list(hosts) if hosts else "an unknown host"
 
@@ -165,182 +127,11 @@ def _lines(n: int) -> str:
     return f"{n} line{'s' if n != 1 else ''}"
 
 
-def _evidence_with_chains(msgs: list[NcclMessage], chains: list[ErrorTrace]) -> list[Evidence]:
+def _evidence_with_chains(msgs: list[NcclMessage] | list[CudaError], chains: list[ErrorTrace]) -> list[Evidence]:
     items = [m.evidence for m in msgs]
     if chains:
         items.extend(chains[0].evidence[:2])
     return shown(items)
-
-
-# ---------------------------------------------------------------------------------------- RUN001
-def _comm_groups(ctx: Context) -> list[tuple[str, list[Communicator]]]:
-    """Communicators with a commId one by one; those without (NCCL < 2.16, split comms) merged by
-    API and size, because NCCL then keys them by process and pointer (one rank each)."""
-    groups: list[tuple[str, list[Communicator]]] = []
-    keyless: dict[tuple[str, int | None], list[Communicator]] = defaultdict(list)
-    for comm in ctx.case.communicators:
-        if comm.comm_id:
-            groups.append((f"communicator {comm.comm_id}", [comm]))
-        else:
-            keyless[(comm.api or "", comm.nranks)].append(comm)
-    for (api, _), comms in keyless.items():
-        groups.append((f"{api + ' c' if api else 'C'}ommunicators without commId", comms))
-    return groups
-
-
-def _truncation(ctx: Context, sources: set[str]) -> str | None:
-    """Positive evidence that the log of these sources was cut (see RUN001's documentation)."""
-    for s in ctx.case.sources:
-        if s.path not in sources:
-            continue
-        if s.problems:
-            return f"{s.path}: {s.problems[0]}"
-        for u in s.unrecognized:
-            if "Init COMPLETE" in u.text:
-                return f"{s.path}:{u.line} holds a damaged Init COMPLETE record"
-            if "fragment" in u.reason:
-                return f"{s.path}:{u.line} holds a cut record (the paste starts or ends mid-line)"
-            if s.lines and u.line >= s.lines - 1:
-                return f"{s.path}:{u.line}, the end of the input, is a cut record"
-    return None
-
-
-@rule("RUN001", "init-incomplete", severity="error", needs=["init"])
-def init_incomplete(ctx: Context) -> Iterable[Finding]:
-    """A communicator has ranks that logged `Init START` but no `Init COMPLETE`, or fewer ranks
-    than `nranks` reported init although the inputs hold the logs of all its hosts.
-
-    Severity: error; warning when the input is visibly cut. "Visibly cut" needs positive evidence,
-    because a log that simply ends while ranks are in init is exactly what a hang looks like: the
-    reader reported a cut or damaged input (Source.problems), a record of the input is a fragment
-    (the paste starts or ends mid-line), a damaged `Init COMPLETE` record, or an unreadable last
-    line. Ranks that are absent from the inputs altogether are judged only when the inputs cover
-    the communicator (as many hosts as `nNodes`, or as many processes on its hosts as ranks);
-    otherwise the finding is info: the other ranks' logs were not given, which is not a fault.
-
-    Why: Every rank of a communicator must reach Init COMPLETE; the ranks that do not are the ones
-    stuck (bootstrap, connection setup) or failed, and the other ranks wait for them until a
-    timeout. The finding names them, and whether they logged a WARN (a failure) or nothing (a hang).
-
-    Fix: Look at the named ranks' hosts first: their WARN lines, network reachability (bootstrap
-    interface, firewall), GPU health. For a live hang, query NCCL RAS (`ncclras`, NCCL 2.24+) to
-    see which ranks are missing. Give the logs of every rank (NCCL_DEBUG_FILE=nccl.%h.%p.log) so
-    that none is silently absent.
-
-    Sources: landscape.md 2.G.30 (NCCL logging.rst, ras.rst); stas00 ml-engineering
-    network/debug/README.md (`grep "Init COMPLETE"` across rank logs); formats.md B.10 (Init
-    START/COMPLETE per version: START only since 2.18.3)
-    """
-    warn_procs: dict[tuple[str | None, int | None], int] = defaultdict(int)
-    seen: set[tuple[str, int]] = set()
-    for w in ctx.case.warnings:
-        if w.level in ("WARN", "ABORT") and (w.evidence.source, w.evidence.line) not in seen:
-            seen.add((w.evidence.source, w.evidence.line))
-            warn_procs[(w.host, w.pid)] += 1
-    procs_per_host: dict[str, int] = defaultdict(int)
-    for p in ctx.case.processes:
-        if p.host:
-            procs_per_host[p.host] += 1
-    for label, comms in _comm_groups(ctx):
-        members: dict[tuple, CommRank] = {}
-        for comm in comms:
-            for r in comm.ranks:
-                key = (r.rank, r.host, r.pid)
-                old = members.get(key)
-                if old is None or (r.init_complete and not old.init_complete):
-                    members[key] = r
-        nranks = max((c.nranks or 0 for c in comms), default=0) or None
-        nnodes = max((c.nnodes or 0 for c in comms), default=0) or None
-        reported = {r.rank for r in members.values() if r.rank >= 0}
-        completed = {r.rank for r in members.values() if r.init_complete}
-        stuck = sorted(
-            (r for r in members.values() if r.init_start and not r.init_complete and r.rank not in completed),
-            key=lambda r: r.rank,
-        )
-        hosts = sorted({r.host for r in members.values() if r.host})
-        missing = sorted(set(range(nranks)) - reported) if nranks else []
-        if not stuck and not missing:
-            continue
-        covered = bool(
-            (nnodes and len(hosts) >= nnodes) or (nranks and hosts and sum(procs_per_host[h] for h in hosts) >= nranks)
-        )
-        sources = {r.evidence.source for r in members.values() if r.evidence}
-        cut = _truncation(ctx, sources)
-        size = f"{nranks} ranks" if nranks else "size unknown"
-        head = (
-            f"{label[0].upper()}{label[1:]} ({size}, {len(hosts)} host{'s' if len(hosts) != 1 else ''} in the inputs)"
-        )
-        if stuck:
-            by_host: dict[str, list[int]] = defaultdict(list)
-            for r in stuck:
-                by_host[r.host or "?"].append(r.rank)
-            if len(by_host) > 6:
-                ranks_all = [r.rank for r in stuck]
-                where = f"ranks {rank_text(ranks_all)} on {len(by_host)} hosts ({host_list(sorted(by_host))})"
-            else:
-                where = ", ".join(
-                    f"rank{'s' if len(set(rs)) != 1 else ''} {rank_text(rs)} on {h}"
-                    for h, rs in sorted(by_host.items())
-                )
-            message = (
-                f"{head}: {where} logged Init START but no Init COMPLETE"
-                f" ({len(completed)} of the {len(reported)} rank{'s' if len(reported) != 1 else ''} in the inputs"
-                " completed)"
-            )
-            warned = sum(warn_procs.get((r.host, r.pid), 0) for r in {(r.host, r.pid): r for r in stuck}.values())
-            if warned:
-                message += f"; their processes logged {_lines(warned)} of WARN (the failure is reported there)"
-            elif not cut:
-                message += "; their processes logged no WARN, so they are stuck (a hang), not failed"
-            if missing and covered:
-                message += f"; ranks {rank_text(missing)} never logged init at all"
-            evidence = shown(r.evidence for r in stuck if r.evidence)
-            severity: Severity = "error"
-            if cut:
-                severity = "warning"
-                message += f"; but the input looks cut ({cut}), so their COMPLETE lines may just be missing"
-            yield make_finding(
-                "RUN001",
-                severity,
-                message,
-                evidence=evidence,
-                evidence_count=len(stuck),
-                hosts=sorted(by_host),
-                ranks=sorted({r.rank for r in stuck}),
-            )
-            continue
-        evidence = shown(r.evidence for r in members.values() if r.evidence)
-        if not covered:
-            yield make_finding(
-                "RUN001",
-                "info",
-                f"{head}: the inputs hold the init lines of {len(reported)} of {nranks} ranks"
-                f" ({host_list(hosts) or 'no host named'}); the other ranks' logs are not among the inputs, so"
-                " whether they completed init cannot be judged" + (f" (the input looks cut: {cut})" if cut else ""),
-                evidence=evidence,
-                evidence_count=len(members),
-                hosts=hosts,
-                ranks=sorted(reported),
-                fix="Give the logs of every rank (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log) to check the whole job.",
-            )
-            continue
-        message = (
-            f"{head}: ranks {rank_text(missing)} never logged Init START or COMPLETE although the inputs hold the"
-            f" logs of {'all ' + str(nnodes) + ' hosts' if nnodes else 'enough processes on its hosts'}"
-        )
-        severity2: Severity = "error"
-        if cut:
-            severity2 = "warning"
-            message += f"; but the input looks cut ({cut}), so the lines may just be missing"
-        yield make_finding(
-            "RUN001",
-            severity2,
-            message,
-            evidence=evidence,
-            evidence_count=len(members),
-            hosts=hosts,
-            ranks=missing,
-        )
 
 
 # ---------------------------------------------------------------------------------------- RUN002
@@ -441,86 +232,6 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
 
 
 # ---------------------------------------------------------------------------------------- RUN004
-# Common CUDA error strings (cudaGetErrorString / cuGetErrorString) and what they mean for NCCL.
-CUDA_ERRORS: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (
-        re.compile(r"out of memory"),
-        "the GPU ran out of memory while NCCL allocated its buffers",
-        "Leave GPU memory for NCCL: lower the application's use (batch size, caching allocator limits) and check"
-        " nvidia-smi for other processes on the GPU.",
-    ),
-    (
-        re.compile(r"operation not permitted"),
-        "CUDA refused the operation; with multi-node NVLink this is the IMEX channel permission"
-        " (/dev/nvidia-caps-imex-channels/channel*)",
-        "Give the job write access to /dev/nvidia-caps-imex-channels/channel* and check `nvidia-imex-ctl -H -N`"
-        " (domain UP, every node READY).",
-    ),
-    (
-        re.compile(r"system not yet initialized"),
-        "the NVSwitch fabric is not initialised: nvidia-fabricmanager is not running (or failed)",
-        "Start nvidia-fabricmanager (same version as the driver) and check `nvidia-smi -q | grep -A4 Fabric`.",
-    ),
-    (
-        re.compile(r"illegal memory access|unspecified launch failure|misaligned address|illegal instruction"),
-        "a CUDA kernel faulted (often the application's, seen by NCCL's next CUDA call); the CUDA context is lost",
-        "Find the faulting kernel with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer; check the counts and buffers"
-        " passed to NCCL; check `dmesg` for Xid errors.",
-    ),
-    (
-        re.compile(r"device-side assert"),
-        "an assertion in a kernel (usually the application's) fired",
-        "Run with CUDA_LAUNCH_BLOCKING=1 to find the kernel and its assertion.",
-    ),
-    (
-        re.compile(r"peer access"),
-        "CUDA peer access between two GPUs could not be enabled",
-        "Check `nvidia-smi topo -p2p r` and the PCIe ACS/IOMMU settings.",
-    ),
-    (
-        re.compile(r"invalid device ordinal|no CUDA-capable device"),
-        "the process does not see the GPU it was given",
-        "Check CUDA_VISIBLE_DEVICES and the local-rank-to-GPU mapping of the launcher.",
-    ),
-    (
-        re.compile(r"driver version is insufficient|forward compatibility"),
-        "the driver is older than the CUDA version NCCL was built for",
-        "Upgrade the driver or use an NCCL built for the installed CUDA.",
-    ),
-    (
-        re.compile(r"ECC error|uncorrectable"),
-        "the GPU reported a hardware (ECC) error",
-        "Drain the GPU; check `nvidia-smi -q -d ECC` and Xid errors in `dmesg`.",
-    ),
-    (
-        re.compile(r"operation not supported|not supported"),
-        "the driver or GPU does not support an operation NCCL tried (cuMem, multicast or fabric handles)",
-        "Check that driver and CUDA are recent enough for this NCCL; as a test only, NCCL_CUMEM_ENABLE=0 or"
-        " NCCL_NVLS_ENABLE=0 tell which feature is missing.",
-    ),
-    (
-        re.compile(r"invalid argument"),
-        "CUDA rejected an argument: often a driver or runtime too old for this NCCL build, or a device or stream"
-        " that does not belong to the current GPU",
-        "Check driver/runtime versions against the NCCL build (`+cudaX.Y` in the version line) and that every rank"
-        " sets its own device before NCCL calls.",
-    ),
-    (
-        re.compile(r"initialization error"),
-        "CUDA failed to initialise in this process",
-        "Check the driver (nvidia-smi), the container's GPU access, and that CUDA is not initialised before fork().",
-    ),
-)
-
-
-def _decode_cuda(text: str) -> tuple[str, str]:
-    low = text.lower()
-    for pattern, meaning, fix in CUDA_ERRORS:
-        if pattern.search(low):
-            return meaning, fix
-    return "", ""
-
-
 @rule("RUN004", "cuda-error", severity="error", needs=["nccl_log"])
 def cuda_error(ctx: Context) -> Iterable[Finding]:
     """An NCCL WARN reports a CUDA failure (`Cuda failure N 'text'`), decoded: out of memory,
@@ -537,90 +248,107 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
     800 'operation not permitted'); landscape.md 2.G.34; nccl-tests failures with `system not yet
     initialized` (fabric manager, rule-catalog BW005)
     """
-    warns = _warns(ctx, "RUN004")
-    if not warns:
+    errors = _once([c for c in ctx.case.cuda_errors if c.fatal])
+    if not errors:
         return
     chains = Chains(ctx)
-    groups: dict[str, list[NcclMessage]] = defaultdict(list)
-    for w in warns:
-        quoted = str(w.fields.get("quoted") or w.message).strip().strip("'")
-        groups[quoted.lower()].append(w)
-    for _, msgs in sorted(groups.items()):
-        first = msgs[0]
-        quoted = str(first.fields.get("quoted") or "").strip()
-        code = first.fields.get("cuda_error")
-        meaning, fix = _decode_cuda(quoted or first.message)
-        traces = [t for t in (chains.after(w) for w in msgs) if t]
-        gpus = sorted({w.cuda_dev for w in msgs if w.cuda_dev is not None})
+    groups: dict[str, list[CudaError]] = defaultdict(list)
+    for error in errors:
+        groups[error.text.lower()].append(error)
+    for _, items in sorted(groups.items()):
+        first = items[0]
+        known = decode_cuda(first.text)
+        traces = [t for t in (chains.after(e) for e in items) if t]
+        gpus = sorted({e.cuda_dev for e in items if e.cuda_dev is not None})
         gpu_text = f", GPU {', '.join(map(str, gpus))}" if gpus else ""
-        message = (
-            f"CUDA error {quoted or first.message}{f' (code {code})' if code else ''} in NCCL on"
-            f" {_hosts_text(msgs)}{gpu_text} ({_lines(len(msgs))})"
-        )
-        if meaning:
-            message += f": {meaning}"
+        code = f" (code {first.code})" if first.code is not None else ""
+        message = f"CUDA error {first.text or 'not printed'}{code} in NCCL on {_hosts_text(items)}{gpu_text}"
+        message += f" ({_lines(len(items))})"
+        if known:
+            message += f": {known.meaning}"
         message += _chain_summary(traces)
-        extra = {"fix": fix} if fix else {}
+        extra = {"fix": known.fix} if known and known.fix else {}
         yield make_finding(
             "RUN004",
             "error",
             message,
-            evidence=_evidence_with_chains(msgs, traces),
-            evidence_count=len(msgs),
-            hosts=sorted({w.host for w in msgs if w.host}),
+            evidence=_evidence_with_chains(items, traces),
+            evidence_count=len(items),
+            hosts=sorted({e.host for e in items if e.host}),
             **extra,
         )
 
 
+def _once(facts: list[CudaError]) -> list[CudaError]:
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for fact in facts:
+        key = (fact.evidence.source, fact.evidence.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(fact)
+    return out
+
+
 # ---------------------------------------------------------------------------------------- RUN005
-# Known meanings of WARNs that no more specific rule reports.
-WARN_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"ibv_(create_qp|reg_mr|create_cq|reg_dmabuf_mr)\w* failed"),
-        "RDMA resources could not be allocated: usually the locked-memory limit; set `ulimit -l unlimited`"
-        " (docker `--ulimit memlock=-1`)",
-    ),
-    (
-        re.compile(r"ibv_modify_qp failed"),
-        "RoCE GID selection: since NCCL 2.21 leave NCCL_IB_GID_INDEX unset; set NCCL_IB_TC if the vendor requires it",
-    ),
-    (
-        re.compile(r"async fatal event|non-fatal async event"),
-        "the NIC reported a port or hardware event: check `ibstat`, the link state and `dmesg`",
-    ),
-    (
-        re.compile(r"incompatible devices"),
-        "NICs of different link layers (IB and RoCE) were paired: select NICs of one type with NCCL_IB_HCA",
-    ),
-    (
-        re.compile(r"unlink shared memory"),
-        "systemd removed NCCL's shared memory: set RemoveIPC=no in /etc/systemd/logind.conf",
-    ),
-    (
-        re.compile(r"[Mm]essage truncated|bytes instead of"),
-        "ranks disagree on sizes: NCCL settings that differ between ranks (ENV002), or an application desync",
-    ),
-    (
-        re.compile(r"Mismatched collective"),
-        "ranks called different collectives: an application desync (TORCH_NCCL_DESYNC_DEBUG, Flight Recorder)",
-    ),
-    (
-        re.compile(r"Couldn't open a fabric provider"),
-        "aws-ofi-nccl tries its protocols in turn: when `Selected provider is ...` follows, another protocol"
-        " (see `Using transport protocol`) was used and this line is not a failure",
-    ),
-    (
-        re.compile(r"abort state|was revoked|aborted"),
-        "an earlier error aborted the communicator: look at the first WARN",
-    ),
+MEMLOCK = (
+    "RDMA resources could not be allocated: usually the locked-memory limit; set `ulimit -l unlimited`"
+    " (docker `--ulimit memlock=-1`)"
+)
+# What is known about the WARNs no more specific rule reports, by the verbs call that failed ...
+CALL_HINTS = {
+    "ibv_create_qp": MEMLOCK,
+    "ibv_reg_mr": MEMLOCK,
+    "ibv_reg_mr_iova2": MEMLOCK,
+    "ibv_create_cq": MEMLOCK,
+    "ibv_reg_dmabuf_mr": MEMLOCK,
+    "ibv_modify_qp": "RoCE GID selection: since NCCL 2.21 leave NCCL_IB_GID_INDEX unset; set NCCL_IB_TC if the"
+    " vendor requires it",
+}
+# ... and by the kind of message (NcclMessage.kind)
+KIND_HINTS = {
+    "ib_async_event": "the NIC reported a port or hardware event: check `ibstat`, the link state and `dmesg`",
+    "ib_incompatible_devices": "NICs of different link layers (IB and RoCE) were paired: select NICs of one type"
+    " with NCCL_IB_HCA",
+    "shm_unlink_failed": "systemd removed NCCL's shared memory: set RemoveIPC=no in /etc/systemd/logind.conf",
+    "message_truncated": "ranks disagree on sizes: NCCL settings that differ between ranks (ENV002), or an"
+    " application desync",
+    "ib_size_mismatch": "ranks called collectives of different sizes: an application desync"
+    " (TORCH_NCCL_DESYNC_DEBUG, Flight Recorder)",
+    "comm_aborted": "an earlier error aborted the communicator: look at the first WARN",
+    "proxy_failure": "NCCL's proxy thread failed an operation; it follows a failure of this host or its peer"
+    " (a connection error, a peer that died): look at the first error before it",
+    "alloc_failed": "GPU memory ran out while NCCL allocated its buffers",
+    "nvml_failure": "NVML could not answer (integrated GPUs, containers without NVML): NCCL goes on, maybe slower",
+    "shared_mem_limit": "NCCL's kernels need more shared memory than this GPU gives: an NCCL build that predates"
+    " the GPU; upgrade NCCL",
+}
+BAD_ADDRESS = (
+    "NCCL had no address to connect to: NCCL_SOCKET_IFNAME names an interface this host lacks (or one without"
+    " an address), so the address it exchanged was empty"
 )
 
 
 def _shape(message: str) -> str:
     """Group key: numbers, hex and addresses normalised so that repeats of one message group."""
-    text = re.sub(r"0x[0-9a-fA-F]+", "0x?", message)
-    text = re.sub(r"\d+", "N", text)
-    return re.sub(r"\s+", " ", text).strip()
+    words = []
+    for word in message.split():
+        if word.startswith("0x"):
+            words.append("0x?")
+            continue
+        # each run of digits becomes one N
+        words.append("".join("N" if digit else "".join(run) for digit, run in groupby(word, key=str.isdigit)))
+    return " ".join(words)
+
+
+def _hint(w: NcclMessage, failures: dict[tuple[str, int], SocketFailure]) -> str:
+    call = w.fields.get("call_name")
+    if call and call in CALL_HINTS:
+        return CALL_HINTS[str(call)]
+    failure = failures.get((w.evidence.source, w.evidence.line))
+    if failure is not None and failure.problem == "bad_address_family":
+        return BAD_ADDRESS
+    return KIND_HINTS.get(w.kind, "")
 
 
 @rule("RUN005", "nccl-warning", severity="warning", needs=["nccl_log"])
@@ -644,9 +372,9 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     calls and memlock), 2.G.33 (RemoveIPC), 2.E.27 (ibv_modify_qp and GID), 2.A.3 (incompatible
     devices), 2.E.28 (Message truncated, nccl#1328)
     """
-    warns = _warns(ctx, None)
-    if not warns:
-        return
+    covered = covered_lines(ctx)
+    warns = _warns(ctx, None, covered)
+    failures = {(f.evidence.source, f.evidence.line): f for f in ctx.case.socket_failures}
     chains = Chains(ctx)
     groups: dict[str, list[NcclMessage]] = defaultdict(list)
     for w in warns:
@@ -658,7 +386,7 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
         text = first.message if len(first.message) <= 200 else first.message[:197] + "..."
         message = f"NCCL WARN `{text}`{f' ({where})' if where else ''} on {_hosts_text(msgs)}, {_lines(len(msgs))}"
         message += _chain_summary(traces)
-        hint = next((h for pattern, h in WARN_HINTS if pattern.search(first.message)), "")
+        hint = _hint(first, failures)
         if hint:
             message += f"; {hint}"
         yield make_finding(
@@ -669,150 +397,41 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
             evidence_count=len(msgs),
             hosts=sorted({w.host for w in msgs if w.host}),
         )
+    yield from _framework_errors(ctx, covered)
 
 
-# ---------------------------------------------------------------------------------------- RUN006
-WORK_RE = re.compile(
-    r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?[^)]*?"
-    r"Timeout\(ms\)=(?P<timeout>\d+)\)(?: ran for (?P<ran>\d+) milliseconds)?"
-)
-RANK_RE = re.compile(r"\bRank (\d+)\]")
-RANK_PREFIX_RE = re.compile(r"^\[rank(\d+)\]:")
-NCCL_RESULT_TEXT = (
-    ("unhandled cuda error", "ncclUnhandledCudaError (1)"),
-    ("unhandled system error", "ncclSystemError (2)"),
-    ("internal error", "ncclInternalError (3)"),
-    ("invalid argument", "ncclInvalidArgument (4)"),
-    ("invalid usage", "ncclInvalidUsage (5)"),
-    ("remote process exited or there was a network error", "ncclRemoteError (6)"),
-)
-
-
-def _rank_of(m: NcclMessage) -> int | None:
-    for pattern in (RANK_RE, RANK_PREFIX_RE):
-        match = pattern.search(m.message) or pattern.search(m.evidence.text)
-        if match:
-            return int(match.group(1))
-    return None
-
-
-def _world_size(ctx: Context) -> int | None:
-    sizes = [c.nranks for c in ctx.case.communicators if c.nranks and c.comm_id]
-    return max(sizes) if sizes else None
-
-
-@rule("RUN006", "watchdog-timeout", severity="error")
-def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
-    """PyTorch's ProcessGroupNCCL watchdog timed out a collective (`Watchdog caught collective
-    operation timeout: WorkNCCL(SeqNum=..., OpType=...) ran for ... milliseconds`), or PyTorch
-    raised an NCCL error (`NCCL error in: ...`, DistBackendError), or `ncclscope run` ended a
-    collective on its per-collective timeout (`--timeout`); then the evidence is the last lines the
-    collective printed (stdout, stderr and the tail of each NCCL log) before it was ended.
-
-    The finding groups the timeouts by collective (OpType, SeqNum), names the ranks that reported
-    and, when the communicator size is known, those that did not; ranks stuck at different SeqNums
-    mean an application desync.
-
-    Why: NCCL itself never reports a hung collective; the framework's watchdog does, after its
-    timeout (10 or 30 minutes by default). A timeout with no NCCL WARN means the collective hung
-    rather than failed: a rank never joined it (desync, crash, a rank stuck elsewhere) or the
-    network stalled; with NCCL WARNs, those are the cause.
-
-    Fix: Find the rank that did not reach the collective: compare the SeqNums of all ranks
-    (TORCH_NCCL_DESYNC_DEBUG=1, PyTorch Flight Recorder with TORCH_NCCL_TRACE_BUFFER_SIZE and
-    TORCH_NCCL_DUMP_ON_TIMEOUT=1), read the NCCL WARNs of the same time, and rerun with
-    NCCL_DEBUG=INFO. Raise the timeout only for collectives that are legitimately slow.
-
-    Sources: formats.md B.18 ("Watchdog timeouts come from the framework (PyTorch), not from
-    NCCL"); landscape.md 2.G.36 (desync, Flight Recorder) and section 1 (PyTorch Flight Recorder)
-    """
-    yield from _runner_timeouts(ctx)
-    msgs = ctx.case.framework_messages
-    if not msgs:
+def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iterable[Finding]:
+    """NCCL errors a framework raised (PyTorch's `NCCL error in: ...`), with NCCL's last error."""
+    errors = [e for e in ctx.case.framework if e.kind in ("nccl_error", "nccl_result")]
+    if not errors:
         return
-    timeouts: dict[tuple[str, int], list[tuple[NcclMessage, re.Match[str]]]] = defaultdict(list)
-    others: list[NcclMessage] = []
-    for m in msgs:
-        match = WORK_RE.search(m.message)
-        if match:
-            timeouts[(match["op"], int(match["seq"]))].append((m, match))
-        else:
-            others.append(m)
-    errors = [m for m in others if "NCCL error" in m.message or any(t in m.message for t, _ in NCCL_RESULT_TEXT)]
-    generic = [m for m in others if m not in errors]
-    nccl_warns = len({(w.evidence.source, w.evidence.line) for w in ctx.case.warnings if w.level in ("WARN", "ABORT")})
-    world = _world_size(ctx)
-    seqs = sorted({seq for _, seq in timeouts})
-    ranks_of = {
-        key: sorted({r for r in (_rank_of(m) for m, _ in items) if r is not None}) for key, items in timeouts.items()
-    }
-    reporting = {r for ranks in ranks_of.values() for r in ranks}
-    silent = sorted(set(range(world)) - reporting) if world and reporting else []
-    for (op, seq), items in sorted(timeouts.items(), key=lambda kv: kv[0][1]):
-        ranks = ranks_of[(op, seq)]
-        match = items[0][1]
-        timeout_ms = int(match["timeout"])
-        ran = max((int(mt["ran"]) for _, mt in items if mt["ran"]), default=None)
-        numel = match["numel"]
-        message = (
-            f"PyTorch watchdog timed out {op} (SeqNum {seq}{f', {numel} elements' if numel else ''})"
-            f" on rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks) or '?'}"
-            f"{f' after {ran / 1000:.0f} s' if ran else ''} against a {timeout_ms / 1000:.0f} s timeout"
-        )
-        if len(seqs) > 1:
-            others_seq = ", ".join(str(s) for s in seqs if s != seq)
-            message += f"; other ranks time out at SeqNum {others_seq}: ranks are at different collectives (desync)"
-        if silent:
-            message += (
-                f"; rank{'s' if len(silent) != 1 else ''} {rank_text(silent)} of {world} reported no timeout:"
-                " look there first (never joined, crashed or stuck elsewhere)"
-            )
-        if nccl_warns:
-            message += f"; NCCL logged {_lines(nccl_warns)} of WARN, see those findings"
-        else:
-            message += "; NCCL logged no WARN: the collective hung rather than failed"
-        evidence = [m.evidence for m, _ in items] + [m.evidence for m in generic]
-        yield make_finding(
-            "RUN006",
-            "error",
-            message,
-            evidence=shown(evidence),
-            evidence_count=len(evidence),
-            ranks=ranks,
-        )
-    if errors or (generic and not timeouts):
-        group = errors or generic
-        kinds = sorted({name for m in group for text, name in NCCL_RESULT_TEXT if text in m.message})
-        ranks = sorted({r for r in (_rank_of(m) for m in group) if r is not None})
-        first = group[0].message if len(group[0].message) <= 160 else group[0].message[:157] + "..."
-        message = f"PyTorch raised NCCL errors ({_lines(len(group))}"
-        message += f", ranks {rank_text(ranks)})" if ranks else ")"
-        message += f": `{first}`"
-        if kinds:
-            message += f"; NCCL returned {', '.join(kinds)}"
-        if nccl_warns:
-            message += f"; NCCL logged {_lines(nccl_warns)} of WARN, see those findings"
-        yield make_finding(
-            "RUN006",
-            "error",
-            message,
-            evidence=shown(m.evidence for m in group),
-            evidence_count=len(group),
-            ranks=ranks,
-        )
-
-
-def _runner_timeouts(ctx: Context) -> Iterable[Finding]:
-    """The collectives `ncclscope run` ended on its timeout (Case.run): hangs nobody else reports."""
-    run = ctx.case.run
-    for step in run.steps if run else []:
-        if step.status != "timed_out":
-            continue
-        limit = f" after its {step.timeout_s:.0f} s timeout" if step.timeout_s else " on its timeout"
-        message = (
-            f"`ncclscope run` ended {step.collective}{limit}: the collective hung"
-            f" ({_lines(len(step.last_lines))} seen last, shown as evidence)"
-        )
-        yield make_finding(
-            "RUN006", "error", message, evidence=list(step.last_lines), evidence_count=len(step.last_lines)
-        )
+    last: list[FrameworkEvent] = [e for e in ctx.case.framework if e.kind == "last_error" and e.text]
+    results = sorted({m.label for m in (nccl_result(e.text) for e in errors) if m})
+    names = sorted({e.text for e in errors if e.kind == "nccl_result"})
+    ranks = sorted({e.rank for e in errors if e.rank is not None})
+    versions = sorted({e.nccl_version for e in errors if e.nccl_version})
+    first = next((e for e in errors if e.kind == "nccl_error"), errors[0])
+    text = first.text if len(first.text) <= 160 else first.text[:157] + "..."
+    message = f"The framework raised NCCL errors ({_lines(len(errors))}"
+    message += f", ranks {', '.join(map(str, ranks))})" if ranks else ")"
+    message += f": `{text}`"
+    if results:
+        message += f" = {', '.join(results)}"
+    elif names:
+        message += f" ({', '.join(names)})"
+    if versions:
+        message += f", NCCL {', '.join(versions)}"
+    if last:
+        quoted = last[0].text if len(last[0].text) <= 160 else last[0].text[:157] + "..."
+        message += f"; NCCL's last error: `{quoted}`"
+    nccl_warns = {k: c for k, c in covered.items() if c}
+    if nccl_warns:
+        message += f"; see the findings of {', '.join(sorted(set(nccl_warns.values())))} for NCCL's own lines"
+    yield make_finding(
+        "RUN005",
+        "warning",
+        message,
+        evidence=shown([e.evidence for e in errors] + [e.evidence for e in last]),
+        evidence_count=len(errors) + len(last),
+        ranks=ranks,
+    )

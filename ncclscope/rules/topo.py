@@ -9,20 +9,15 @@ host's.
 from __future__ import annotations
 
 import itertools
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ncclscope.model import Case, Connection, Evidence, Finding, NcclMessage, Severity, TopologyMatrix
+from ncclscope.model import Case, Connection, Evidence, Finding, P2pReport, Severity, TopologyMatrix
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
-from ncclscope.topology import NEAR, NV_TOKEN, PCIE_RANK, link
+from ncclscope.topology import NEAR, NV_TOKEN, PCIE_RANK, is_rdma_nic, link, split_label
 
-LABEL = re.compile(r"^(.*?)(\d+)$")
-# nvidia-smi lists RDMA devices as NICs (mlx5_0, rocep25s0f0, ibp12s0, efa0 ...); plain netdev
-# names mean an Ethernet port without RDMA.
-NON_RDMA_NIC = re.compile(r"^(eth|en[a-z]|em\d|bond|br|docker|veth|virbr|lxcbr|wl|lo$)", re.IGNORECASE)
 PAIRS_SHOWN = 6  # blocks of GPU pairs written out in one message
 HOSTS_SHOWN = 3
 
@@ -30,12 +25,6 @@ HOSTS_SHOWN = 3
 # (kvDictPciGen default in src/graph/topo.cc), so a maxBw of 12 or less is what a hidden topology
 # looks like -- and also what a real Gen3 host looks like, hence only a corroborating signal.
 TINY_MAX_BW = 12.0
-SYSFS_UNREADABLE = re.compile(r"could not read /sys", re.IGNORECASE)
-SYSFS_FILE = re.compile(r"could not read /sys/\S*/([\w.]+?)(?:,|\s|$)", re.IGNORECASE)
-P2P_UNSUPPORTED = re.compile(r"intraNodeP2pSupport 0\b")
-P2P_NOT_ENABLED = re.compile(
-    r"Could not enable P2P between dev (\d+)\(=([0-9a-fA-F]+)\) and dev (\d+)\(=([0-9a-fA-F]+)\)"
-)
 
 # Channel counts. Bandwidth grows with channels; on an NVLink host with many GPUs NCCL finds many
 # (8+ on 8 GPUs). One ring/tree channel on a host of 4+ NVLink GPUs, or 2 or fewer collective
@@ -88,8 +77,7 @@ def _common_nvlink_peer(topo: TopologyMatrix, a: str, b: str) -> str | None:
 
 
 def _order(label: str) -> tuple[str, int]:
-    match = LABEL.match(label)
-    return (match[1], int(match[2])) if match else (label, -1)
+    return split_label(label) or (label, -1)
 
 
 def number_ranges(numbers: Iterable[int]) -> str:
@@ -106,9 +94,9 @@ def _labels(labels: Iterable[str]) -> str:
     groups: dict[str, list[int]] = defaultdict(list)
     plain: list[str] = []
     for label in labels:
-        match = LABEL.match(label)
-        if match:
-            groups[match[1]].append(int(match[2]))
+        split = split_label(label)
+        if split:
+            groups[split[0]].append(split[1])
         else:
             plain.append(label)
     out = [f"{prefix}{number_ranges(numbers)}" for prefix, numbers in groups.items()]
@@ -219,20 +207,6 @@ def _matrix_has_nvlink(topo: TopologyMatrix) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ log
-def _unrecognized(case: Case, pattern: re.Pattern[str]) -> list[Evidence]:
-    """Lines the grammar does not know yet (kept in Source.unrecognized), matching a pattern."""
-    return [
-        Evidence(source=s.path, line=u.line, text=u.text)
-        for s in case.sources
-        for u in s.unrecognized
-        if pattern.search(u.text)
-    ]
-
-
-def _messages_matching(case: Case, pattern: re.Pattern[str]) -> list[NcclMessage]:
-    return [m for m in [*case.warnings, *case.messages] if pattern.search(m.message)]
-
-
 def _gpus_per_host(ctx: Context) -> dict[str, int]:
     devices: dict[str, set[int]] = defaultdict(set)
     for process in ctx.case.processes:
@@ -256,9 +230,9 @@ def _nvlink_hosts(ctx: Context) -> set[str]:
     case = ctx.case
     hosts = {t.host for t in case.system_topologies if t.host and any("NVL[" in n for n in t.nodes)}
     hosts |= {g.host for g in case.graphs if g.host and (g.type_intra or "").upper() in ("NVL", "NVB")}
-    hosts |= {m.host for m in case.messages if m.host and m.family == "nvls_support" and "is available" in m.message}
+    hosts |= {m.host for m in case.messages if m.host and m.family == "nvls_support" and not m.fields.get("nvls_not")}
     hosts |= {e.host for e in case.edges if e.host and e.transport.startswith(("P2P/indirect", "P2P/MNNVL"))}
-    hosts |= {w.host for w in case.warnings if w.host and w.family == "p2p_indirect_note"}
+    hosts |= {r.host for r in case.p2p if r.host and r.kind == "disabled_on_nvlink"}
     if any(_matrix_has_nvlink(t) for t in case.topologies):
         hosts |= set(_hosts_like_matrix(ctx))
     if (ctx.platform.nvlink_links or 0) > 0 or ctx.platform.nvswitch:
@@ -272,11 +246,6 @@ def _rdma_nics_per_host(case: Case) -> dict[str, int]:
         if device.transport.upper() != "SOCKET":
             counts[device.host] += 1
     return counts
-
-
-def _line_host(text: str) -> str:
-    """The host of an NCCL line's `host:pid:tid` prefix."""
-    return text.split(":", 1)[0].strip() if ":" in text else ""
 
 
 def _hosts_text(hosts: Iterable[str]) -> str:
@@ -389,15 +358,19 @@ def nic_far_from_gpu(ctx: Context) -> Iterable[Finding]:
     one rank per GPU with a rail-matched NIC, keep PXN on (default) where NVLink peers have close
     NICs; on a host without RDMA NICs, add InfiniBand/RoCE NICs for multi-node jobs.
 
-    Sources: NCCL src/graph/paths.cc (ncclTopoCheckGdr, PXN); sjeaugey in NVIDIA/nccl#412 (NIC
-    attached to the CPU gives about 16 GB/s, a NIC on the GPU's PCI switch 24 GB/s); nccl-tests#232
-    and NVIDIA/nccl#1357 (NICs close to only half the GPUs); landscape.md 2.C.8
+    On GPUs coherent with their CPU over NVLink-C2C (Grace Hopper/Blackwell: the matrix gives each GPU
+    a NUMA node of its own), NICs attached to the CPU are reached over C2C with GPUDirect RDMA (NCCL
+    2.27+): info.
+
+    Sources: NCCL src/graph/paths.cc (ncclTopoCheckGdr, PXN; NCCL_NET_GDR_C2C, default 1 from 2.27);
+    sjeaugey in NVIDIA/nccl#412 (NIC attached to the CPU gives about 16 GB/s, a NIC on the GPU's PCI
+    switch 24 GB/s); nccl-tests#232 and NVIDIA/nccl#1357 (NICs close to only half the GPUs)
     """
     socket_evidence = _socket_evidence(ctx.case)
     for topo in ctx.case.topologies:
         if not topo.gpus:
             continue
-        rdma = [n for n in topo.nics if not NON_RDMA_NIC.match(topo.nic_names.get(n, n))]
+        rdma = [n for n in topo.nics if is_rdma_nic(topo.nic_names.get(n, n))]
         if not rdma:
             yield from _no_rdma_nic(ctx, topo, socket_evidence)
             continue
@@ -413,7 +386,17 @@ def nic_far_from_gpu(ctx: Context) -> Iterable[Finding]:
             continue
         pxn = {g for g in far if any(_nvlink_between(topo, g, peer) for peer in close)}
         plain = {g: v for g, v in far.items() if g not in pxn}
-        if plain:
+        if plain and _c2c_superchip(topo):
+            yield _nic_finding(
+                ctx,
+                topo,
+                "info",
+                plain,
+                "every GPU has a NUMA node of its own (GPU NUMA ID), as on Grace Hopper/Blackwell superchips whose"
+                " GPU and CPU are joined by NVLink-C2C: NICs attached to the CPU are reached over C2C, where NCCL"
+                " 2.27+ uses GPUDirect RDMA (NCCL_NET_GDR_C2C=1 by default; set it by hand on 2.26)",
+            )
+        elif plain:
             yield _nic_finding(
                 ctx,
                 topo,
@@ -431,6 +414,13 @@ def nic_far_from_gpu(ctx: Context) -> Iterable[Finding]:
                 "an NVLink peer of each has a PIX/PXB NIC, so NCCL sends through that peer (PXN) and the far NIC "
                 "is not on the data path",
             )
+
+
+def _c2c_superchip(topo: TopologyMatrix) -> bool:
+    """nvidia-smi prints a GPU NUMA ID only where GPU memory is a NUMA node of its own: GPUs coherent
+    with the CPU over NVLink-C2C. Elsewhere the column says N/A (or is absent)."""
+    ids = [topo.gpu_numa_id.get(g, "").strip() for g in topo.gpus]
+    return bool(ids) and all(i.isdigit() for i in ids)
 
 
 def _nic_finding(
@@ -563,7 +553,7 @@ def _hybrid_cube_mesh(topo: TopologyMatrix) -> bool:
 
 
 # =============================================================================== TOPO004
-@rule("TOPO004", "shm-instead-of-p2p", severity="warning", needs=["connections"])
+@rule("TOPO004", "shm-instead-of-p2p", severity="warning", needs=["transports"])
 def shm_instead_of_p2p(ctx: Context) -> Iterable[Finding]:
     """GPUs of one host exchange data through host memory (SHM) instead of P2P.
 
@@ -612,7 +602,7 @@ def shm_instead_of_p2p(ctx: Context) -> Iterable[Finding]:
         grouped[shm.signature()].append(host)
     for hosts in grouped.values():
         group = [per_host[h] for h in hosts]
-        evidence = [e for shm in group for e in [*shm.evidence, *shm.refusals]]
+        evidence = [e for shm in group for e in [*shm.evidence, *(r.evidence for r in shm.refusals)]]
         named = sorted(h for h in hosts if h)
         lines = sum(shm.lines for shm in group)
         where = "the job" if not named else f"host {named[0]}" if len(named) == 1 else f"hosts {_hosts_text(named)}"
@@ -635,7 +625,7 @@ class _HostShm:
     ranks: dict[tuple[str, str], list[tuple[int, int]]] = field(default_factory=dict)
     evidence: list[Evidence] = field(default_factory=list)
     lines: int = 0
-    refusals: list[Evidence] = field(default_factory=list)
+    refusals: list[P2pReport] = field(default_factory=list)
 
     def add(self, edge: Connection, src: int | str | None, dst: int | str | None, topo: TopologyMatrix | None) -> None:
         a = _device_name(src) or f"rank {edge.from_rank}"
@@ -648,7 +638,7 @@ class _HostShm:
         self.lines += edge.channels
 
     def signature(self) -> tuple[str, ...]:
-        return (*sorted(self.pairs.values()), *sorted({_refusal_text(e.text) for e in self.refusals}))
+        return (*sorted(self.pairs.values()), *sorted({_refusal_text(r) for r in self.refusals}))
 
     def description(self, with_ranks: bool, hosts: int, lines: str) -> str:
         parts = []
@@ -667,7 +657,7 @@ class _HostShm:
             between = f" between {_plural(len(names), 'GPU pair')}{per_host}: {listing}" if names else ""
             parts.append(f"GPU traffic goes through host memory (SHM) instead of P2P{between} ({lines})")
         if self.refusals:
-            texts = sorted({_refusal_text(e.text) for e in self.refusals})
+            texts = sorted({_refusal_text(r) for r in self.refusals})
             parts.append(f"NCCL reports P2P unavailable: {', '.join(texts[:PAIRS_SHOWN])}")
         return "; ".join(parts)
 
@@ -678,26 +668,22 @@ def _device_name(dev: int | str | None) -> str | None:
     return f"GPU{dev}" if isinstance(dev, int) else dev
 
 
-def _refusal_text(text: str) -> str:
-    match = P2P_NOT_ENABLED.search(text)
-    if match:
-        return f"dev {match[1]} <-> dev {match[3]}"
-    return "intraNodeP2pSupport 0" if P2P_UNSUPPORTED.search(text) else text
+def _refusal_text(report: P2pReport) -> str:
+    if report.kind == "not_enabled" and len(report.devices) == 2:
+        return f"dev {report.devices[0].split('(')[0]} <-> dev {report.devices[1].split('(')[0]}"
+    return "intraNodeP2pSupport 0" if report.kind == "intra_node_support" else " <-> ".join(report.devices)
 
 
-def _p2p_refusals(case: Case) -> dict[str, list[Evidence]]:
-    out: dict[str, list[Evidence]] = defaultdict(list)
+def _p2p_refusals(case: Case) -> dict[str, list[P2pReport]]:
+    out: dict[str, list[P2pReport]] = defaultdict(list)
     seen: set[tuple[str, frozenset[str]]] = set()
-    for message in [*case.messages, *case.warnings]:
-        match = P2P_NOT_ENABLED.search(message.message)
-        if message.family == "p2p_not_enabled" or match:
-            key = (message.host or "", frozenset(match.group(1, 3)) if match else frozenset({message.message}))
-            if key not in seen:  # both GPUs of a pair print it
-                seen.add(key)
-                out[message.host or ""].append(message.evidence)
-    for evidence in _unrecognized(case, P2P_UNSUPPORTED):
-        host = _line_host(evidence.text)
-        out[host if host in {h.name for h in case.hosts} else ""].append(evidence)
+    for report in case.p2p:
+        if report.kind == "disabled_on_nvlink" or report.supported:
+            continue  # TOPO005's, or P2P that works
+        key = (report.host or "", frozenset(report.devices) or frozenset({report.kind}))
+        if key not in seen:  # both GPUs of a pair print it, every rank prints its support
+            seen.add(key)
+            out[report.host or ""].append(report)
     return out
 
 
@@ -752,13 +738,12 @@ def p2p_disabled_on_nvlink(ctx: Context) -> Iterable[Finding]:
 
     Sources: NCCL src/graph/paths.cc (the WARN text); landscape.md 2.C.10
     """
-    warnings = ctx.warnings(family="p2p_indirect_note")
-    if not warnings:
+    reports = [r for r in ctx.case.p2p if r.kind == "disabled_on_nvlink"]
+    if not reports:
         return
     pairs: dict[tuple[str, tuple[str, ...]], list[Evidence]] = defaultdict(list)
-    for w in warnings:
-        gpus = tuple(sorted(str(w.fields.get(k)) for k in ("gpu_a", "gpu_b") if w.fields.get(k) is not None))
-        pairs[(w.host or "", gpus)].append(w.evidence)
+    for r in reports:
+        pairs[(r.host or "", tuple(sorted(r.devices)))].append(r.evidence)
     listing = ", ".join(
         f"{host + ': ' if host else ''}GPU{' <-> GPU'.join(gpus) if gpus else '?'}" for host, gpus in sorted(pairs)
     )
@@ -801,14 +786,14 @@ def virtual_topology(ctx: Context) -> Iterable[Finding]:
     nccl-tests#182; NVIDIA/nccl#1008; landscape.md 2.C.12
     """
     case = ctx.case
-    sysfs = [m.evidence for m in _messages_matching(case, SYSFS_UNREADABLE)] + _unrecognized(case, SYSFS_UNREADABLE)
+    sysfs = case.sysfs_unreadable
     tiny = [t for t in case.system_topologies if t.max_bw is not None and t.max_bw <= TINY_MAX_BW]
     flat = [t for t in case.topologies if _flat_matrix(t)]
     facts: list[str] = []
-    evidence = list(sysfs)
-    hosts = {h for e in sysfs if (h := _line_host(e.text)) in ctx.hosts}
+    evidence = [s.evidence for s in sysfs]
+    hosts = {s.host for s in sysfs if s.host in ctx.hosts}
     if sysfs:
-        files = sorted({m[1] for e in sysfs if (m := SYSFS_FILE.search(e.text))})
+        files = sorted({s.path.rstrip("/").rsplit("/", 1)[-1] for s in sysfs})
         what = f" ({', '.join(files)})" if files else ""
         facts.append(f"NCCL could not read {_plural(len(sysfs), 'sysfs file')}{what}")
     if tiny and flat:

@@ -8,7 +8,6 @@ is thereby never compared with itself across sections.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from functools import cached_property
 from ncclscope.model import Evidence, Finding, NcclMessage, Process
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
+from ncclscope.versions import nccl_version, version_from_code
 
 ProcKey = tuple[str, "int | None"]  # (host, pid)
 
@@ -105,30 +105,6 @@ def jobs(ctx: Context) -> list[Job]:
 
 
 # ---------------------------------------------------------------------------------- versions
-VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)\.(\d+)")
-
-
-def nccl_version(text: str | None) -> str | None:
-    """'2.21.5+cuda12.4' -> '2.21.5' (the NCCL release; the +cuda suffix is the build toolkit)."""
-    if not text:
-        return None
-    match = VERSION_RE.match(text)
-    return ".".join(match.groups()) if match else text.strip() or None
-
-
-def version_from_code(code: object) -> str | None:
-    """NCCL_VERSION_CODE -> 'X.Y.Z' (X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before)."""
-    try:
-        value = int(str(code).strip())
-    except (TypeError, ValueError):
-        return None
-    if value <= 0:
-        return None
-    if value >= 20900:
-        return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
-    return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
-
-
 def driver_text(version: int) -> str:
     """cudaDriverVersion 12040 -> 'CUDA driver API 12.4'."""
     return f"{version // 1000}.{version % 1000 // 10}"

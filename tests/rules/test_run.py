@@ -8,7 +8,8 @@ from functools import cache
 from ncclscope.engine import analyze
 from ncclscope.model import Finding
 from ncclscope.reading import read_case
-from ncclscope.rules.run import COVERED_ELSEWHERE, covered_by
+from ncclscope.rules.context import Context
+from ncclscope.rules.run import covered_lines
 
 from conftest import REPO, run_cli
 
@@ -63,25 +64,50 @@ def test_ranks_with_start_but_no_complete_are_an_error_naming_them() -> None:
 
 
 def test_an_input_cut_mid_record_makes_it_a_warning() -> None:
+    """Ranks 0-1 completed, so the log went past init; the input ends in rank 2's cut COMPLETE record."""
     (finding,) = findings(INIT_CUT, "RUN001")
     assert finding.severity == "warning"
     assert "ranks 2-3 on gpu-t07" in finding.message
-    assert "looks cut" in finding.message and ":55" in finding.message
+    assert "looks cut" in finding.message and "cut NCCL record (line 55)" in finding.message
 
 
 def test_a_damaged_complete_record_makes_it_a_warning() -> None:
     (finding,) = findings(GLUED, "RUN001")
     assert finding.severity == "warning"
-    assert "damaged Init COMPLETE record" in finding.message
+    assert "it ends in a cut NCCL record" in finding.message
 
 
-def test_a_partial_set_of_rank_logs_is_info_not_an_error() -> None:
-    (finding,) = findings(BARE_RANK_TAG, "RUN001")
-    assert finding.severity == "info"
-    assert "2 of 160 ranks" in finding.message
-    (paste,) = findings(PASTE_MIDLINE, "RUN001")
-    assert paste.severity == "info"
-    assert "looks cut" in paste.message
+def test_a_partial_set_of_rank_logs_is_not_judged_and_evd001_says_so() -> None:
+    assert findings(BARE_RANK_TAG, "RUN001") == []
+    (note,) = [f for f in findings(BARE_RANK_TAG, "EVD001") if f.message.startswith("RUN001")]
+    assert "2 of 160 ranks" in note.message and note.evidence
+    assert findings(PASTE_MIDLINE, "RUN001") == []
+    assert any("looks cut" in f.message for f in findings(PASTE_MIDLINE, "EVD001"))
+
+
+def test_a_log_that_stops_inside_init_before_any_rank_completed_is_not_judged() -> None:
+    """The paste stops inside the connection lines: cut there, or a hang there; the text cannot tell."""
+    text = "\n".join(
+        [
+            "w0:22:28 [0] NCCL INFO comm 0x55fb28c68190 rank 0 nranks 2 cudaDev 0 busId 1e0 commId 0xea07 - Init START",
+            "w1:21:26 [0] NCCL INFO comm 0x55a2c6625c10 rank 1 nranks 2 cudaDev 0 busId 1e0 commId 0xea07 - Init START",
+            "w0:22:28 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0",
+        ]
+    )
+    case = read_case([_write(text)], jobs=1).case
+    found = analyze(case).findings
+    assert [f for f in found if f.code == "RUN001"] == []
+    (note,) = [f for f in found if f.code == "EVD001" and f.message.startswith("RUN001")]
+    assert "stops inside connection lines" in note.message
+
+
+def _write(text: str) -> str:
+    import tempfile
+
+    handle = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)  # noqa: SIM115
+    handle.write(text + "\n")
+    handle.close()
+    return handle.name
 
 
 def test_init_that_failed_with_a_warn_says_the_failure_is_reported_there() -> None:
@@ -174,24 +200,20 @@ def test_warns_reported_by_specific_rules_are_left_to_them() -> None:
         assert "/dev/shm" not in f.message and "P2P is disabled" not in f.message  # RUN003, TOPO005
 
 
-def test_exclusion_table_names_each_specific_rule() -> None:
-    assert {c.code for c in COVERED_ELSEWHERE} == {
-        "NET002",
-        "NET005",
-        "NET006",
-        "RUN002",
-        "RUN003",
-        "RUN004",
-        "TOPO005",
-        "VER001",
-    }
+def test_a_warn_line_is_covered_by_the_rule_whose_facts_hold_it() -> None:
     case = read_case([RUNTIME_ERRORS], jobs=1).case
-    assert {covered_by(w) for w in case.warnings if w.family == "duplicate_gpu"} == {"RUN002"}
+    covered = covered_lines(Context(case))
+    duplicate = next(w for w in case.warnings if w.family == "duplicate_gpu")
+    closed = next(f for f in case.socket_failures if f.problem == "connection_closed")
+    oom = next(c for c in case.cuda_errors if "out of memory" in c.text)
+    assert covered[(duplicate.evidence.source, duplicate.evidence.line)] == "RUN002"
+    assert covered[(closed.evidence.source, closed.evidence.line)] == "NET006"
+    assert covered[(oom.evidence.source, oom.evidence.line)] == "RUN004"
+    assert set(covered.values()) <= {"NET002", "NET005", "NET006", "RUN002", "RUN003", "RUN004", "TOPO005", "VER001"}
 
 
 def test_identical_messages_on_two_hosts_group_into_one_finding() -> None:
-    (finding,) = findings(MIXED_NICS, "RUN005")
-    assert "incompatible devices" in finding.message
+    (finding,) = [f for f in findings(MIXED_NICS, "RUN005") if "incompatible devices" in f.message]
     assert "InternalError (3)" in finding.message
     assert "NCCL_IB_HCA" in finding.message
 

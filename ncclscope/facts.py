@@ -1,0 +1,346 @@
+"""The typed facts the rules read, one per record family that states one (grammars/nccl_log.lark
+names the fields): interfaces, GPUDirect RDMA state, IB completion errors, socket failures, RDMA
+that cannot be used, P2P support, CUDA errors, unreadable sysfs attributes.
+
+A fact is produced by whichever line form carries it (an interface by the bootstrap line, the NET/IB
+listing or the NET/Socket listing; a missing libibverbs by its INFO or its WARN form), so a rule
+that reads the fact sees every form. No text is matched here: the grammar has cut the fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ncclscope.model import (
+    Case,
+    CudaError,
+    Evidence,
+    GdrReport,
+    IbCompletionError,
+    InterfaceUse,
+    P2pReport,
+    RdmaProblem,
+    SocketFailure,
+    SysfsUnreadable,
+)
+from ncclscope.parse.nccl_log import Event
+
+FACTS_LIMIT = 5000  # facts kept per kind; the rest are counted in Case.facts_capped
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _listed(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def find(fields: Any, key: str) -> Any:
+    """The first value named `key` anywhere in a record's nested fields (None when absent)."""
+    if isinstance(fields, dict):
+        if key in fields:
+            return fields[key]
+        for value in fields.values():
+            found = find(value, key)
+            if found is not None:
+                return found
+    elif isinstance(fields, list):
+        for value in fields:
+            found = find(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def without_port(address: str | None) -> str | None:
+    """'10.1.2.3<51207>' -> '10.1.2.3' (NCCL prints socket addresses with their port in <>)."""
+    if not address:
+        return None
+    head, bracket, _ = str(address).partition("<")
+    return head if bracket else str(address)
+
+
+def message_text(e: Event) -> str:
+    """The record's message: what follows `NCCL <LEVEL> ` (the whole text of a bare message)."""
+    text = e.text
+    marker = text.find(" NCCL ")
+    if marker < 0:
+        return text.strip()
+    level_end = text.find(" ", marker + 6)
+    return text[level_end + 1 :].strip() if level_end > 0 else ""
+
+
+def _origin(e: Event) -> dict[str, Any]:
+    return {"host": e.host, "pid": e.pid, "tid": e.tid, "cuda_dev": e.cuda_dev}
+
+
+def _evidence(e: Event, path: str) -> Evidence:
+    return Evidence(source=path, line=e.line, text=e.text)
+
+
+# --------------------------------------------------------------------------------- per family
+def _interfaces(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+    f = e.fields
+    ev = _evidence(e, path)
+    if e.family == "bootstrap":
+        entries = _listed(f.get("bootstrap_if")) or [f]
+        for entry in entries:
+            name = entry.get("interface") if isinstance(entry, dict) else None
+            if name:
+                address = without_port(entry.get("address"))
+                index = _int(entry.get("index"))
+                yield (
+                    "interfaces",
+                    InterfaceUse(
+                        role="bootstrap", name=str(name), address=address, index=index, evidence=ev, **_origin(e)
+                    ),
+                )
+    elif e.family == "net_ib" and isinstance(f.get("ib_devices"), dict):
+        oob = f["ib_devices"]
+        if oob.get("interface"):
+            yield (
+                "interfaces",
+                InterfaceUse(
+                    role="oob",
+                    name=str(oob["interface"]),
+                    address=without_port(oob.get("address")),
+                    evidence=ev,
+                    **_origin(e),
+                ),
+            )
+    elif e.family == "net_socket" and isinstance(f.get("socket_devices"), dict):
+        for entry in _listed(f["socket_devices"].get("socket_if")):
+            yield (
+                "interfaces",
+                InterfaceUse(
+                    role="socket",
+                    name=str(entry.get("interface")),
+                    address=without_port(entry.get("address")),
+                    index=_int(entry.get("index")),
+                    evidence=ev,
+                    **_origin(e),
+                ),
+            )
+
+
+def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+    f = e.fields
+    ev = _evidence(e, path)
+    if e.family == "connected":
+        flag = _int(f.get("gdr_flag"))
+        if flag in (0, 1):
+            yield "gdr", GdrReport(scope="rings", enabled=flag == 1, evidence=ev, **_origin(e))
+        return
+    gdr = f.get("gdr", f)
+    if not isinstance(gdr, dict) or "gdr_state" not in gdr:
+        return
+    network = None
+    if e.family == "net_ib":
+        network = "IB"
+    elif e.family == "net_gdr_other":
+        network = str(f.get("gdr_net_name", "")).strip() or None
+    enabled = str(gdr["gdr_state"]) == "Enabled"
+    if "gdr_hca" in gdr:
+        hca = gdr["gdr_hca"]
+        name = str(hca.get("quoted", "")).strip("'") or None
+        yield (
+            "gdr",
+            GdrReport(
+                scope="hca",
+                enabled=enabled,
+                network=network,
+                hca_index=_int(hca.get("hca")),
+                hca_name=name,
+                gpu=hca.get("gpu"),
+                reason=str(hca["gdr_reason"]).strip("()") if hca.get("gdr_reason") else None,
+                evidence=ev,
+                **_origin(e),
+            ),
+        )
+    elif "gdr_pair" in gdr:
+        pair = gdr["gdr_pair"]
+        yield (
+            "gdr",
+            GdrReport(
+                scope="pair",
+                enabled=enabled,
+                network=network,
+                hca_index=_int(pair.get("hca")),
+                hca_name=pair.get("net_node"),
+                gpu=pair.get("gpu") or pair.get("gpu_node"),
+                distance=_int(pair.get("distance")),
+                limit=_int(pair.get("limit")),
+                evidence=ev,
+                **_origin(e),
+            ),
+        )
+
+
+def _completion(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+    error = e.fields.get("completion_error")
+    if not isinstance(error, dict):
+        return
+    peer = error.get("peer")
+    yield (
+        "ib_completion_errors",
+        IbCompletionError(
+            peer=peer,
+            peer_address=without_port(peer),
+            status=_int(find(error, "status")),
+            status_name=find(error, "status_name"),
+            opcode=_int(find(error, "opcode")),
+            vendor_err=_int(find(error, "vendor_err")),
+            req_type=find(error, "req_type"),
+            hca=find(error, "hca_name"),
+            gin=e.family == "net_ib_gin",
+            evidence=_evidence(e, path),
+            **_origin(e),
+        ),
+    )
+
+
+SOCKET_PROBLEMS = {
+    "connection_closed": "connection_closed",
+    "connect_failed": "connect_failed",
+    "call_to_failed": "call_failed",
+    "bad_address_family": "bad_address_family",
+}
+
+
+def _socket(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+    f = e.fields
+    base = {"level": e.level, "evidence": _evidence(e, path), **_origin(e)}
+    if e.family == "bootstrap_no_interface" or (e.family == "net_socket" and "socket_no_interface" in f):
+        caller = "Bootstrap" if e.family == "bootstrap_no_interface" else "NET/Socket"
+        yield "socket_failures", SocketFailure(problem="no_interface", caller=caller, **base)
+    elif e.family == "bootstrap_failure" or (e.family == "net_socket" and "socket_error" in f):
+        caller = "Bootstrap" if e.family == "bootstrap_failure" else "NET/Socket"
+        yield "socket_failures", SocketFailure(problem="other", caller=caller, **base)
+    elif e.family == "socket_failure":
+        problem = next((SOCKET_PROBLEMS[k] for k in f if k in SOCKET_PROBLEMS), "other")
+        caller = f.get("socket_caller")
+        peer = find(f, "peer")
+        retry = find(f, "socket_retry")
+        yield (
+            "socket_failures",
+            SocketFailure(
+                problem=problem,  # type: ignore[arg-type]
+                caller="Net" if caller is True else (str(caller) if caller else None),
+                call=find(f, "socket_call") or ("connect" if problem == "connect_failed" else None),
+                peer=peer,
+                peer_address=without_port(peer),
+                errno_text=find(f, "errno_message"),
+                retrying=isinstance(retry, dict) and "retrying" in retry,
+                **base,
+            ),
+        )
+
+
+RDMA_FAMILIES = {
+    "ibverbs_missing": "libibverbs_missing",
+    "plugin_init_failed": "net_plugin_init_failed",
+}
+RDMA_MESSAGES = {
+    "ib_no_device": "no_ib_device",
+    "ib_no_ip_interface": "no_ip_interface",
+    "ofi_init_failed": "ofi_init_failed",
+    "ofi_no_provider": "ofi_no_provider",
+}
+
+
+def _rdma(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+    f = e.fields
+    kind = RDMA_FAMILIES.get(e.family) or next((RDMA_MESSAGES[k] for k in f if k in RDMA_MESSAGES), None)
+    if kind is None and e.family == "net_plugin_line" and "plugin_init_failed" in f:
+        kind = "net_plugin_init_failed"
+    if kind is not None:
+        yield (
+            "rdma_problems",
+            RdmaProblem(
+                kind=kind,  # type: ignore[arg-type]
+                detail=message_text(e).removeprefix("NET/OFI").strip(),
+                evidence=_evidence(e, path),
+                **_origin(e),
+            ),
+        )
+
+
+def _p2p(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+    f = e.fields
+    ev = _evidence(e, path)
+    if e.family == "check_p2p_type":
+        for pair in _listed(f.get("key_value")):
+            if pair.get("key") == "intraNodeP2pSupport":
+                value = _int(pair.get("value"))
+                yield "p2p", P2pReport(kind="intra_node_support", supported=bool(value), evidence=ev, **_origin(e))
+    elif e.family == "p2p_not_enabled":
+        devices = [f"{d}(={b})" for d, b in zip(_listed(f.get("dev")), _listed(f.get("bus_id")), strict=False)]
+        yield "p2p", P2pReport(kind="not_enabled", supported=False, devices=devices, evidence=ev, **_origin(e))
+    elif e.family == "p2p_indirect_note":
+        devices = [str(f[k]) for k in ("gpu_a", "gpu_b") if f.get(k) is not None]
+        yield "p2p", P2pReport(kind="disabled_on_nvlink", supported=False, devices=devices, evidence=ev, **_origin(e))
+
+
+def _cuda(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+    f = e.fields
+    yield (
+        "cuda_errors",
+        CudaError(
+            fatal=e.family == "cuda_failure",
+            code=_int(f.get("cuda_error")),
+            text=str(f.get("quoted", "")).strip().strip("'"),
+            location=e.location or f.get("source_location"),
+            evidence=_evidence(e, path),
+            **_origin(e),
+        ),
+    )
+
+
+def _sysfs(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+    sysfs = e.fields.get("sysfs_path")
+    if sysfs:
+        yield "sysfs_unreadable", SysfsUnreadable(path=str(sysfs), evidence=_evidence(e, path), **_origin(e))
+
+
+FACTS: dict[str, Callable[[Event, str], Iterator[tuple[str, Any]]]] = {
+    "bootstrap": _interfaces,
+    "net_ib": lambda e, p: (*_interfaces(e, p), *_gdr(e, p), *_completion(e, p), *_rdma(e, p)),
+    "net_ib_gin": _completion,
+    "net_socket": lambda e, p: (*_interfaces(e, p), *_socket(e, p)),
+    "gdr": _gdr,
+    "net_gdr_other": _gdr,
+    "connected": _gdr,
+    "socket_failure": _socket,
+    "bootstrap_failure": _socket,
+    "bootstrap_no_interface": _socket,
+    "ibverbs_missing": _rdma,
+    "plugin_init_failed": _rdma,
+    "net_plugin_line": _rdma,
+    "net_ofi": _rdma,
+    "check_p2p_type": _p2p,
+    "p2p_not_enabled": _p2p,
+    "p2p_indirect_note": _p2p,
+    "cuda_failure": _cuda,
+    "cuda_failure_ignored": _cuda,
+    "topo_detection": _sysfs,
+}
+
+
+def record(case: Case, e: Event, path: str) -> None:
+    """The facts of one record, appended to the Case (at most FACTS_LIMIT of each kind)."""
+    handler = FACTS.get(e.family)
+    if handler is None:
+        return
+    for kind, fact in handler(e, path):
+        facts = getattr(case, kind)
+        if len(facts) < FACTS_LIMIT:
+            facts.append(fact)
+        else:
+            case.facts_capped[kind] = case.facts_capped.get(kind, 0) + 1

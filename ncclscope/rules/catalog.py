@@ -1,0 +1,24 @@
+"""Every rule: importing the rule modules registers them (ncclscope.rules.registry)."""
+
+from __future__ import annotations
+
+from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrations)
+    bench,
+    env,
+    evidence,
+    gdr,
+    net,
+    net_errors,
+    net_interfaces,
+    run,
+    run_framework,
+    run_init,
+    topo,
+    version,
+)
+from ncclscope.rules.registry import REGISTRY, Rule
+
+
+def all_rules() -> dict[str, Rule]:
+    """Every rule, by code."""
+    return dict(sorted(REGISTRY.items()))
