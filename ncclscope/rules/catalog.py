@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrations)
     bench,
+    bench_results,
+    channels,
     env,
     evidence,
     gdr,
@@ -14,6 +16,7 @@ from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrat
     run_framework,
     run_init,
     topo,
+    topo_log,
     version,
 )
 from ncclscope.rules.registry import REGISTRY, Rule

@@ -19,7 +19,7 @@ from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Find
 from ncclscope.platforms import unjudged_need
 from ncclscope.render.labels import human_size, judgement_for, run_label
 from ncclscope.render.summary import peak_busbw
-from ncclscope.rules.bench import OLD_ERROR_LAYOUTS
+from ncclscope.rules.bench_common import OLD_ERROR_LAYOUTS
 from ncclscope.tui.messages import JumpToLine
 from ncclscope.tui.view import CaseView
 

@@ -16,7 +16,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from ncclscope.model import Case, CommRank, Evidence, Host, Process
-from ncclscope.rules.topo import number_ranges as ranges_text
+from ncclscope.rules.topo_common import number_ranges as ranges_text
 from ncclscope.rules.version import driver_text
 from ncclscope.tui.finding_links import FindingLinks
 from ncclscope.tui.messages import JumpToLine
