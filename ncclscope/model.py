@@ -627,7 +627,7 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 class Finding(BaseModel):
     """One diagnosis, with the lines that show it and what to do about it."""
 
-    code: str = Field(description="Rule code, e.g. NET001 (rule-catalog.md; a code keeps its meaning).")
+    code: str = Field(description="Rule code, e.g. NET001 (a code keeps its meaning across releases).")
     name: str = Field(description="Rule name, e.g. socket-transport.")
     severity: Severity
     message: str = Field(description="One line with the concrete facts: hosts, ranks, GPUs, NICs, sizes.")

@@ -276,3 +276,27 @@ def test_diff_command_writes_the_comparison_into_an_html_report(tmp_path: Path) 
     html = page.read_text()
     assert 'id="diff"' in html and "regression" in html
     assert "after/before &lt; 0.9" in html or "after/before < 0.9" in html
+
+
+# What a user reads as a source must be something they can open: our own notes are not published.
+INTERNAL_REFERENCES = ("landscape", "formats.md", "rule-catalog", "diagnostics.md", "shared/", "real-world-variants")
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_every_source_shown_to_users_is_public() -> None:
+    import ncclscope
+
+    shown = [f"{code}: {s}" for code, rule in all_rules().items() for s in rule.sources + [rule.why, rule.fix]]
+    data = Path(ncclscope.__file__).parent / "data" / "expected_busbw.json"
+    shown += _strings(json.loads(data.read_text()))
+    leaks = [s for s in shown if any(ref in s.lower() for ref in INTERNAL_REFERENCES)]
+    assert not leaks

@@ -104,7 +104,8 @@ def not_one_job(ctx: Context) -> Iterable[Finding]:
     mpirun/srun; the header then shows all ranks in one `# Using devices` list.
 
     Sources: sjeaugey nccl-tests#182; nccl-tests#294; xxrjun/nccl-tests-cluster README
-    (Troubleshooting); formats.md C.1
+    (Troubleshooting); nccl-tests src/common.cu (only process 0 prints; a build without MPI=1 starts
+    one job per process)
     """
     flagged: set[tuple[str, int]] = set()
     for group in _same_command_groups(ctx):
@@ -176,7 +177,7 @@ def test_failure(ctx: Context) -> Iterable[Finding]:
     Fix: Follow the decoded cause in the message; for `unhandled ... error` read NCCL's last WARN
     (printed after the '/') and re-run with NCCL_DEBUG=INFO to see the lines before it.
 
-    Sources: formats.md C.10 (error shapes); NCCL troubleshooting.rst and
+    Sources: nccl-tests src/common.h and common.cu (the failure lines); NCCL troubleshooting.rst and
     runtime_and_mpi_issues.rst; NCCL networking_troubleshooting.rst (ibv_create_qp, memlock)
     """
     for run in ctx.case.benchmarks:

@@ -63,7 +63,7 @@ def few_channels(ctx: Context) -> Iterable[Finding]:
 
     Sources: nccl-tests#182 (nChannels 1 on a hidden topology); NCCL src/init.cc (channel counts
     line) and src/graph/search.cc; NCCL docs env.rst (NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS: debug
-    settings); landscape.md 2.H.37
+    settings)
     """
     case = ctx.case
     gpus = gpus_per_host(ctx)

@@ -204,8 +204,9 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
 
     Sources: NCCL docs env.rst (introduction; "Debugging" section); NCCL docs
     troubleshooting/performance_and_tuning.rst ("Tuning NCCL configuration", "RoCE
-    considerations"); landscape.md 2.E.25 and 2.E.26 (src/misc/param.cc loads /etc/nccl.conf with
-    setenv overwrite=0; nccl#1008, nccl-tests#294); nccl-tests#373 (NCCL_P2P_LEVEL=LOC); nccl#2428
+    considerations"); NCCL src/misc/param.cc (loads /etc/nccl.conf and ~/.nccl.conf with setenv
+    overwrite=0); NVIDIA/nccl#1008 and nccl-tests#294 (settings from /etc/nccl.conf); NVIDIA/nccl#526
+    (cloud images set NCCL_TOPO_FILE on purpose); nccl-tests#373 (NCCL_P2P_LEVEL=LOC); NVIDIA/nccl#2428
     (NCCL_IGNORE_NET_MISMATCH)
     """
     for s in ctx.case.env:
@@ -275,8 +276,9 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
     export, e.g. `mpirun -x`, `srun --export=ALL`, the pod spec), use the same container image and
     /etc/nccl.conf on every host, and remove per-host overrides.
 
-    Sources: landscape.md 2.E.28 (sjeaugey, nccl#1328) and 2.E.26 (/etc/nccl.conf per host);
-    formats.md B.9 (one `set by environment` line per process, when the variable is read)
+    Sources: sjeaugey in NVIDIA/nccl#1328 ("check the log for environment variables set on one rank but
+    not the other"); NCCL src/misc/param.cc (/etc/nccl.conf per host; one `set by environment` line per
+    process, when the variable is first read)
     """
     by_name: dict[str, list[EnvSetting]] = defaultdict(list)
     for s in ctx.case.env:

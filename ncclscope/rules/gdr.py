@@ -1,4 +1,4 @@
-"""Rules of the GDR family (see ../shared/knowledge/rule-catalog.md): GPUDirect RDMA on RDMA networks.
+"""Rules of the GDR family: GPUDirect RDMA on RDMA networks.
 
 NET/Socket has no GPUDirect RDMA at all, so its connections and hosts are left out here (NET001 covers
 them); what counts is NET/IB, NET/IBext, NET/AWS Libfabric, COLLNET ... connections and GDR lines.
@@ -190,10 +190,10 @@ def gdr_off(ctx: Context) -> Iterable[Finding]:
     check `lsmod | grep peermem` on every host. If the log shows `distance N > M`, the NIC sits too far
     from the GPU: fix the NIC placement or rely on PXN, and remove NCCL_NET_GDR_LEVEL overrides.
 
-    Sources: landscape.md 2.B.6; NCCL docs troubleshooting/gpu_troubleshooting.rst; NCCL
+    Sources: NCCL docs troubleshooting/gpu_troubleshooting.rst; NCCL
     src/graph/paths.cc (ncclTopoCheckGdr); NCCL src/transport/net_ib/gdr.cc; nccl#1537; nccl#1343;
     nccl#475; nccl#412 (sjeaugey: NIC attached to the CPU gives ~16 GB/s against 24 GB/s with GDR);
-    formats.md B.5, B.14
+    NCCL src/graph/topo.cc (`GPU Direct RDMA %s for HCA`)
     """
     hosts = [h for h in host_gdr(ctx).values() if h.state in ("off", "mixed")]
     if not hosts:
@@ -240,9 +240,8 @@ def gdr_asymmetric(ctx: Context) -> Iterable[Finding]:
     topo -m` (GPU-NIC distances); load nvidia-peermem (or enable DMA-BUF) on the hosts without GDR and
     drain a node whose topology differs from the others.
 
-    Sources: landscape.md 2.B.7; nccl#897 (sjeaugey: GDRDMA on the send side of one host, not on the
-    receive side of its peer: module missing on one node); NCCL src/graph/paths.cc (ncclTopoCheckGdr);
-    formats.md B.5, B.14
+    Sources: nccl#897 (sjeaugey: GDRDMA on the send side of one host, not on the receive side of its
+    peer: module missing on one node); NCCL src/graph/paths.cc (ncclTopoCheckGdr)
     """
     gdr = host_gdr(ctx)
     states = {name: h.state for name, h in gdr.items()}

@@ -44,9 +44,10 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
     says `Selected provider is efa`; remove NCCL_IB_DISABLE=1 / NCCL_NET=Socket. Re-run and check for
     `NET/IB : Using [0]mlx5_...` and connection lines `via NET/IB/.../GDRDMA`.
 
-    Sources: landscape.md 2.A.1; stas00/ml-engineering network/debug/README.md ("NCCL with docker
-    containers"); NCCL docs env.rst (NCCL_IB_DISABLE, NCCL_NET); nccl-tests#100 and #82 (libibverbs
-    WARN then NET/Socket); nccl-tests#284 (2-node timeout on NET/Socket); formats.md B.6, B.7, B.14
+    Sources: stas00/ml-engineering network/debug/README.md ("NCCL with docker containers"); NCCL docs
+    env.rst (NCCL_IB_DISABLE, NCCL_NET); nccl-tests#100 and #82 (libibverbs WARN then NET/Socket);
+    nccl-tests#284 (2-node timeout on NET/Socket); NCCL src/transport/net_socket.cc and src/init.cc
+    (`Using network`)
     """
     nets = host_nets(ctx)
     socket_hosts = [h for h in nets.values() if h.uses_socket]
@@ -240,8 +241,9 @@ def net_plugin_inconsistent(ctx: Context) -> Iterable[Finding]:
     nccl_rdma_sharp_plugin, aws-ofi-nccl), make the RDMA devices available on all of them, and never
     silence the check with NCCL_IGNORE_NET_MISMATCH.
 
-    Sources: landscape.md 2.A.5; nccl#1634; nccl#2428 ("NCCL_IGNORE_NET_MISMATCH turns a
-    heterogeneous-HCA misconfiguration into a silent hang"); NCCL src/init.cc; formats.md B.3, B.7
+    Sources: NVIDIA/nccl#1634; NVIDIA/nccl#2428 ("NCCL_IGNORE_NET_MISMATCH turns a heterogeneous-HCA
+    misconfiguration into a silent hang"); NCCL src/init.cc and src/plugin/net.cc (`Using network`, the
+    NET/Plugin lines)
     """
     hosts = [h for h in ctx.case.hosts if h.name]
     if not hosts:

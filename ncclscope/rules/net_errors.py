@@ -78,9 +78,9 @@ def ib_completion_error(ctx: Context) -> Iterable[Finding]:
     the first error before it. For 4/8/10 check ACS (disable it on PCIe switches or enable ATS in VMs)
     and nvidia-peermem/DMA-BUF.
 
-    Sources: landscape.md 2.G.31 and 2.C.11; NCCL docs troubleshooting/networking_troubleshooting.rst;
-    nccl#1405; nccl#1814; nccl#1664 (kiskra-nvidia: completion errors "often indicate connectivity
-    problems"); formats.md B.18 (ibv_wc_status)
+    Sources: NCCL docs troubleshooting/networking_troubleshooting.rst and gpu_troubleshooting.rst (PCI
+    ACS); NVIDIA/nccl#1405; NVIDIA/nccl#1814; NVIDIA/nccl#1664 (kiskra-nvidia: completion errors "often
+    indicate connectivity problems"); rdma-core libibverbs verbs.h (enum ibv_wc_status)
     """
     index = rank_index(ctx)
     addresses = address_hosts(ctx)

@@ -68,9 +68,10 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
     `NCCL_SOCKET_IFNAME=eth0` (exact name with `=eth0`, exclusions with `^docker,lo`), and use the same
     interface for the launcher (`OMPI_MCA_btl_tcp_if_include`, GLOO_SOCKET_IFNAME for PyTorch).
 
-    Sources: landscape.md 2.A.4; NCCL docs troubleshooting/networking_troubleshooting.rst and
-    runtime_and_mpi_issues.rst; NCCL docs env.rst (NCCL_SOCKET_IFNAME); nccl#913 (hang on veth
-    interfaces); nccl#1837; nccl#210; formats.md B.2, B.4, B.6
+    Sources: NCCL docs troubleshooting/networking_troubleshooting.rst and runtime_and_mpi_issues.rst;
+    NCCL docs env.rst (NCCL_SOCKET_IFNAME); NVIDIA/nccl#913 (hang on veth interfaces); NVIDIA/nccl#1837;
+    NVIDIA/nccl#210; NCCL src/bootstrap.cc, src/transport/net_ib.cc and net_socket.cc (the interface
+    lines)
     """
     ifname = ctx.env("NCCL_SOCKET_IFNAME")
     # (kind, role) -> host -> interface -> evidence lines
@@ -199,9 +200,9 @@ def mixed_net_devices(ctx: Context) -> Iterable[Finding]:
     port, or an explicit list `NCCL_IB_HCA==mlx5_0,mlx5_1,...` (same list on every host); check with
     `ibv_devinfo` which ports are IB and which are Ethernet.
 
-    Sources: landscape.md 2.A.3; stas00/ml-engineering network/debug/README.md; NCCL
-    src/transport/net_ib (`Attempted to connect incompatible devices ... Try selecting NICs of only one
-    link type using NCCL_IB_HCA`); NCCL docs env.rst (NCCL_IB_HCA); formats.md B.4
+    Sources: stas00/ml-engineering network/debug/README.md; NCCL src/transport/net_ib.cc (the device
+    list, and `Attempted to connect incompatible devices ... Try selecting NICs of only one link type
+    using NCCL_IB_HCA`); NCCL docs env.rst (NCCL_IB_HCA)
     """
     per_host: dict[str, list[NetDevice]] = defaultdict(list)
     for dev in ctx.case.net_devices:

@@ -148,7 +148,7 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
     or a per-rank CUDA_VISIBLE_DEVICES), and start as many ranks per node as GPUs.
 
     Sources: NCCL src/init.cc (`Duplicate GPU detected`; `Multiple Ranks are using the same
-    GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1`); formats.md B.18
+    GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1`)
     """
     warns = _warns(ctx, "RUN002")
     chains = Chains(ctx)
@@ -207,7 +207,8 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
     `--ulimit memlock=-1`; on Kubernetes mount an emptyDir with `medium: Memory` at /dev/shm.
     Check `df -h /dev/shm` inside the container.
 
-    Sources: landscape.md 2.G.33 (NCCL troubleshooting/runtime_and_mpi_issues.rst); formats.md B.18
+    Sources: NCCL docs troubleshooting/runtime_and_mpi_issues.rst (/dev/shm in containers); NCCL
+    src/misc/shmutils.cc (the WARN texts)
     """
     warns = _warns(ctx, "RUN003")
     if not warns:
@@ -243,10 +244,10 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
 
     Fix: Depends on the error: the finding names the fix for the string it found.
 
-    Sources: formats.md B.18 (`Cuda failure %d '%s'`); NCCL
+    Sources: NCCL src/include/checks.h (`Cuda failure %d '%s'`); NCCL docs
     troubleshooting/performance_and_tuning.rst ("Multi-node NVLink (MNNVL) issues": Cuda failure
-    800 'operation not permitted'); landscape.md 2.G.34; nccl-tests failures with `system not yet
-    initialized` (fabric manager, rule-catalog BW005)
+    800 'operation not permitted'); CUDA Runtime API docs (cudaError_t strings; 802 system not yet
+    initialized: the fabric manager)
     """
     errors = _once([c for c in ctx.case.cuda_errors if c.fatal])
     if not errors:
@@ -368,9 +369,10 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
 
     Fix: Read the message and the chain; the finding adds what is known about the message.
 
-    Sources: formats.md A.5 and B.18 (WARN lines, result codes, chains); landscape.md 2.G.32 (ibv
-    calls and memlock), 2.G.33 (RemoveIPC), 2.E.27 (ibv_modify_qp and GID), 2.A.3 (incompatible
-    devices), 2.E.28 (Message truncated, nccl#1328)
+    Sources: NCCL src/include/debug.h and src/nccl.h.in (WARN lines, result codes, `-> N` chains);
+    NCCL docs troubleshooting/networking_troubleshooting.rst (ibv calls and memlock, ibv_modify_qp and
+    the RoCE GID), runtime_and_mpi_issues.rst (RemoveIPC); NCCL src/transport/net_ib.cc (incompatible
+    devices); sjeaugey in NVIDIA/nccl#1328 (Message truncated)
     """
     covered = covered_lines(ctx)
     warns = _warns(ctx, None, covered)

@@ -50,7 +50,8 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
     IOMMU settings that force traffic through the root complex; accept the lower figure otherwise.
 
     Sources: NCCL src/graph/paths.cc (p2pLevel = PATH_PXB, NVB paths); sjeaugey in NVIDIA/nccl#766
-    (about 6 GB/s through the CPU on Gen3, 12 GB/s through a Gen3 switch); landscape.md 2.C.9
+    (about 6 GB/s through the CPU on Gen3, 12 GB/s through a Gen3 switch); NVIDIA/nccl#1086 (GeForce
+    GPUs cannot use P2P)
     """
     shm_lines = ctx.case.connections.by_transport.get("SHM", 0)
     shm_note = (
@@ -250,7 +251,7 @@ def nvlink_uneven(ctx: Context) -> Iterable[Finding]:
     manager service on NVSwitch systems, and reseat or replace the board; drain the host meanwhile.
 
     Sources: NCCL src/graph/paths.cc; NCCL docs performance_and_tuning.rst; Azure NHC
-    check_nvlink_status; landscape.md 2.C.10
+    check_nvlink_status
     """
     for topo in ctx.case.topologies:
         counts = {(a, b): nvlink_between(topo, a, b) for a, b in gpu_pairs(topo)}

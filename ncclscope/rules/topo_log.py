@@ -52,7 +52,7 @@ def shm_instead_of_p2p(ctx: Context) -> Iterable[Finding]:
     switch or an NVLink system.
 
     Sources: NCCL src/transport/p2p.cc and shm.cc; NCCL docs gpu_troubleshooting.rst (PCI ACS);
-    sjeaugey in NVIDIA/nccl#766 and nccl#1086 (GeForce P2P); landscape.md 2.C.9 and 2.C.11
+    sjeaugey in NVIDIA/nccl#766 and NVIDIA/nccl#1086 (GeForce P2P); NVIDIA/nccl#304 and #606 (ACS)
     """
     case = ctx.case
     buses = _bus_to_device(case)
@@ -213,7 +213,7 @@ def p2p_disabled_on_nvlink(ctx: Context) -> Iterable[Finding]:
     settings; drain the host and open a hardware ticket if links are down. Do not set
     NCCL_IGNORE_DISABLED_P2P to hide it.
 
-    Sources: NCCL src/graph/paths.cc (the WARN text); landscape.md 2.C.10
+    Sources: NCCL src/graph/paths.cc (the WARN text); NCCL docs performance_and_tuning.rst
     """
     reports = [r for r in ctx.case.p2p if r.kind == "disabled_on_nvlink"]
     if not reports:
@@ -260,7 +260,7 @@ def virtual_topology(ctx: Context) -> Iterable[Finding]:
 
     Sources: NCCL docs gpu_troubleshooting.rst ("Topology detection") and env.rst NCCL_TOPO_FILE;
     NCCL src/graph/topo.cc (kvDictPciGen Gen3 fallback) and xml.cc (the could-not-read message);
-    nccl-tests#182; NVIDIA/nccl#1008; landscape.md 2.C.12
+    nccl-tests#182; NVIDIA/nccl#1008
     """
     case = ctx.case
     sysfs = case.sysfs_unreadable

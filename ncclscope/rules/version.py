@@ -1,4 +1,4 @@
-"""Rules of the VERSION family (see ../shared/knowledge/rule-catalog.md).
+"""Rules of the VERSION family: NCCL versions and CUDA drivers across the processes of one job.
 
 Also home of `jobs()`, the partition of the processes of a Case into jobs, which ENV002 shares:
 two processes belong to one job when they are ranks of one communicator with a commId, or devices
@@ -271,9 +271,9 @@ def mixed_versions(ctx: Context) -> Iterable[Finding]:
     nvidia-nccl-cu* in every Python environment, check LD_LIBRARY_PATH and `ldd` of the binary, and
     rebuild nccl-tests against the NCCL in use.
 
-    Sources: landscape.md 2.F.29; NCCL src/init.cc (`Mismatched NCCL version detected`); nccl#354
-    (kwen2501); nccl#1328 (sjeaugey); formats.md A.4 (version banner only on rank 0 before 2.22) and
-    C.2 (nccl-headers/nccl-library)
+    Sources: NCCL src/init.cc (`Mismatched NCCL version detected`; the version banner, printed by rank
+    0 only before 2.22); NVIDIA/nccl#354 (kwen2501); NVIDIA/nccl#1328 (sjeaugey); nccl-tests src/util.cu
+    (`nccl-headers=`, `nccl-library=`)
     """
     warns = _version_mismatch_warnings(ctx)
     yield from _benchmark_mismatches(ctx)

@@ -24,7 +24,7 @@ from ncclscope.tui.view import CaseView
 
 # Findings that compare hosts (or ranks) of one job with each other, or say which network each one ended on:
 # mixed versions, socket fallback, RDMA unavailable, plugins that differ, GPUDirect RDMA off or uneven, settings
-# that differ (see rule-catalog.md).
+# that differ.
 CONSISTENCY_CODES = ("VER", "NET001", "NET002", "NET007", "GDR", "ENV002")
 UNKNOWN = "-"
 NO_LOG = (
