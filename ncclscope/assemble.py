@@ -31,7 +31,7 @@ from ncclscope.model import (
     SystemTopology,
     TuningChoice,
 )
-from ncclscope.normalize import clean
+from ncclscope.normalize import clean, strip_launcher_prefix
 from ncclscope.parse.nccl_log import CONTAINER_FAMILIES, Event
 from ncclscope.parse.source import ParsedInput
 from ncclscope.versions import version_from_code
@@ -164,7 +164,10 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
         case.benchmarks.extend(parsed.benchmarks)
         case.framework.extend(parsed.framework)
         builder.command_line_settings.extend(parsed.settings)
+        for kind, n in parsed.not_kept.items():
+            case.facts_capped[kind] = case.facts_capped.get(kind, 0) + n
         _add_events(builder, parsed)
+        _last_error_texts(parsed)
         _add_connections(parsed, summary, edges)
     case.connections = summary
     case.edges = _edge_models(edges)
@@ -184,6 +187,18 @@ def _add_events(b: _Builder, parsed: ParsedInput) -> None:
         state = _process(b, path, host, pid)
         for event in events:
             _add_event(b, state, event, path)
+
+
+def _last_error_texts(parsed: ParsedInput) -> None:
+    """A framework's `Last error:` whose text, on the next line, is NCCL's WARN text: the log reader
+    read that line as an NCCL message, so the framework reader never saw it."""
+    waiting = {e.evidence.line + 1: e for e in parsed.framework if e.kind == "last_error" and not e.text}
+    if not waiting:
+        return
+    for event in parsed.log.events:
+        quoted = waiting.get(event.line)
+        if quoted is not None:
+            quoted.text = strip_launcher_prefix(message_text(event))[1].strip()
 
 
 def _process(b: _Builder, path: str, host: str | None, pid: int | None) -> _ProcessState:

@@ -232,6 +232,9 @@ class SysfsUnreadable(Origin):
 FrameworkKind = Literal[
     "watchdog_timeout",
     "watchdog_status",
+    "dump_signal",
+    "watchdog_stuck",
+    "pg_options",
     "operations_failed",
     "watchdog_exception",
     "nccl_error",
@@ -246,11 +249,14 @@ class FrameworkEvent(BaseModel):
 
     kind: FrameworkKind = Field(
         description="watchdog_timeout (a collective ran past its timeout), watchdog_status (last enqueued and "
-        "completed work), operations_failed, watchdog_exception, nccl_error (NCCL returned an error to the "
-        "framework), nccl_result (the ncclResult_t name line), last_error (NCCL's last WARN, as the framework "
-        "quotes it), comm_aborted."
+        "completed work), dump_signal (a rank's state dumped because some rank timed out: from_rank, or this rank "
+        "when None), watchdog_stuck (the watchdog thread itself made no progress), pg_options (how a process group "
+        "was set up: world_size, timeout_ms, nccl_version), operations_failed, watchdog_exception, nccl_error (NCCL "
+        "returned an error to the framework), nccl_result (the ncclResult_t name line), last_error (NCCL's last "
+        "WARN, as the framework quotes it), comm_aborted."
     )
     rank: int | None = Field(None, description="Global rank, as the record names it.")
+    world_size: int | None = Field(None, description="pg_options: ranks in the process group.")
     process_group: str | None = None
     seq: int | None = Field(None, description="Sequence number of the collective (SeqNum, work sequence id).")
     op_type: str | None = Field(None, description="OpType: ALLREDUCE, BROADCAST, _ALLGATHER_BASE ...")
@@ -260,6 +266,8 @@ class FrameworkEvent(BaseModel):
     ran_ms: int | None = None
     last_enqueued: int | None = None
     last_completed: int | None = None
+    from_rank: int | None = Field(None, description="dump_signal: the rank whose timeout made this rank dump.")
+    stuck_s: int | None = Field(None, description="watchdog_stuck: seconds the watchdog made no progress.")
     nccl_version: str | None = None
     raised_at: str | None = Field(None, description="file:line of the framework that raised the NCCL error.")
     text: str = Field("", description="The error text: NCCL's result string, the last error, the rest of the line.")
@@ -601,7 +609,9 @@ class Case(BaseModel):
     cuda_errors: list[CudaError] = Field(default_factory=list)
     sysfs_unreadable: list[SysfsUnreadable] = Field(default_factory=list)
     facts_capped: dict[str, int] = Field(
-        default_factory=dict, description="Facts not kept beyond 5000 of a kind (interfaces, gdr ...), counted."
+        default_factory=dict,
+        description="Facts read but not kept beyond the limits (5000 of a kind per case; per input 2000 "
+        "framework events and 500 command-line settings), counted by kind (interfaces, gdr, framework, settings ...).",
     )
     messages: list[NcclMessage] = Field(
         default_factory=list, description="Other notable INFO lines (NVLS support, P2P level, affinity ...)."

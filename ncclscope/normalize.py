@@ -45,6 +45,7 @@ LAUNCHER_PREFIX_RE = re.compile(
             r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} +\d+ \d\d:\d\d:\d\d \d{4}",  # ctime glued by mpirun
             r"\[\d+,\d+\]<(?:stdout|stderr)>:",  # mpirun --tag-output
             r"\[[A-Za-z][\w.\-]*(?:\|\d+)?\]:",  # torchrun/elastic/TorchX tags: [rank3]: [default0]: [trainer0|0]:
+            r"\[\d{1,7}\] (?=\[[A-Za-z][\w.\-]*(?:\|\d+)?\]:)",  # a log viewer's pid before such a tag: [3318] [rank0]:
             r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) ",  # Ray workers
             r"(?:\d{1,3}\.){3}\d{1,3}: ",  # pdsh-style host forwarding
             r"\d+: ",  # srun --label

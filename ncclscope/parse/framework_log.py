@@ -23,10 +23,13 @@ from ncclscope.grammars import load
 from ncclscope.model import Evidence, FrameworkEvent
 
 MARKER_RE = re.compile(
-    r"(?:Watchdog caught|Caught) collective operation timeout|failure detected by watchdog|Timeout at NCCL work"
+    r"(?:Watchdog caught|Caught) collective operation timeout|Timeout at NCCL work"
+    r"|(?:failure |Exception (?:\(either an error or timeout\) )?)?detected by watchdog at work"
+    r"|Received a dump signal due to a collective timeout"
+    r"|ProcessGroupNCCL.s watchdog got stuck for|Heartbeat monitor timed out"
     r"|Some NCCL operations have failed|Process group watchdog thread terminated|NCCL error\b|Last error:"
     r"|nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError|Timeout):"
-    r"|NCCL communicator was aborted"
+    r"|NCCL communicator was aborted|ProcessGroupNCCL (?:initialization options|environments):"
 )
 # a rank or process-group tag right before the marker belongs to the record
 TAG_BEFORE_RE = re.compile(r"\[(?:Rank \d{1,7}|PG [^\[\]\n]{1,80}?Rank \d{1,7})\][ \t]*\Z")
@@ -36,12 +39,17 @@ COMMAND_RE = re.compile(
     r"|singularity|apptainer|kubectl|horovodrun|env|export|bash|sh|\S*_perf(?:_mpi)?)(?=\s)"
     r"|(?:^|[\s$#>])(?:-x|-e|--env|--export=\S*?)[ =]?NCCL_|^\s*(?:\S*[$#]\s+)?NCCL_\w+=\S*\s"
 )
-WRAP_LIMIT = 2  # physical lines one hard-wrapped record may span
+WRAP_LIMIT = 3  # physical lines one hard-wrapped record may span
+EVENTS_KEEP = 2000  # events kept per input (a watchdog prints several per rank); the rest are counted
+SETTINGS_KEEP = 500
 FIELDS = {
     "rank", "seq", "op_type", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued",
-    "last_completed", "pg_id", "nccl_version", "raised_at", "result_text", "result_name",
+    "last_completed", "pg_id", "nccl_version", "raised_at", "result_text", "result_name", "from_rank", "stuck_s",
 }  # fmt: skip
-INT_FIELDS = {"rank", "seq", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued", "last_completed"}
+INT_FIELDS = {
+    "rank", "seq", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued", "last_completed", "from_rank",
+    "stuck_s",
+}  # fmt: skip
 
 
 @cache
@@ -50,8 +58,9 @@ def _parser(start: str) -> Lark:
 
 
 def _parse(text: str, start: str) -> Tree | None:
+    parser = _parser(start)  # a broken grammar raises here: it is our bug, not the input's
     try:
-        return _parser(start).parse(text)
+        return parser.parse(text)
     except LarkError:
         return None
 
@@ -65,8 +74,30 @@ def record_start(text: str) -> int | None:
     return tag.start() if tag else match.start()
 
 
+def _glue(first: str, rest: str, starts_record: bool = False) -> str:
+    """A line and the next one, joined as the terminal had them before wrapping: at a column (mid-word)
+    or at a space the paste may have dropped; the join that reads is kept."""
+    tight = first + rest
+    if starts_record:
+        return tight if record_start(tight) is not None else f"{first} {rest}"
+    body = tight[record_start(tight) or 0 :].rstrip()
+    return tight if _parse(body, "framework_record") is not None else f"{first} {rest}"
+
+
+# the options of a process group (pg_options) that are fields of the event
+OPTIONS = {"size": "world_size", "global rank": "rank", "TIMEOUT(ms)": "timeout_ms", "NCCL version": "nccl_version"}
+
+
 def event_from(tree: Tree, evidence: Evidence) -> FrameworkEvent:
     values: dict[str, object] = {}
+    for option in tree.find_data("option"):
+        name = OPTIONS.get(str(option.children[0]).strip())
+        if name and len(option.children) > 1:
+            text = str(option.children[1]).strip()
+            if name == "nccl_version":
+                values.setdefault(name, text)
+            elif text.isdigit():
+                values.setdefault(name, int(text))
     for node in tree.iter_subtrees():
         name = str(node.data)
         if name in FIELDS and node.children and isinstance(node.children[0], Token):
@@ -93,48 +124,82 @@ class FrameworkReader:
     settings: list[tuple[str, str, Evidence]] = field(default_factory=list)
     lines: int = 0
     not_understood: list[tuple[int, str]] = field(default_factory=list)
+    not_kept: dict[str, int] = field(default_factory=dict)  # facts read beyond the limits, by kind
     cut_at_end: int | None = None  # the line of a record the input cut off
-    _pending: tuple[int, str] | None = None  # a hard-wrapped record waiting for its next line
-    _last_error: FrameworkEvent | None = None  # "Last error:" whose text is on the next line
+    _pending: tuple[int, str, int] | None = None  # a hard-wrapped record: first line, text so far, lines
+    _last_error: tuple[FrameworkEvent, int] | None = None  # "Last error:" (and its line) whose text follows
+    _carry: tuple[int, str] | None = None  # a line that may hold the first part of a wrapped record
+    _wants_ran: FrameworkEvent | None = None  # a timeout whose "ran for N milliseconds" was wrapped away
 
     def feed(self, line_no: int, text: str) -> bool:
         """One line (launcher prefix removed); True when it is (part of) a framework record."""
+        stripped = text.strip()
         if self._pending is not None:
-            first_no, first = self._pending
+            first_no, joined, parts = self._pending
             self._pending = None
-            if self._read(first_no, first + text, wrapped=True):
+            if record_start(text) is None:  # the rest of the wrapped record
+                self._read(first_no, _glue(joined, stripped), parts + 1)
                 self.lines += 1
                 return True
-            self.not_understood.append((first_no, first))
-        if self._last_error is not None and text.strip():
-            waiting, self._last_error = self._last_error, None
-            if record_start(text) is None and not waiting.text:
-                waiting.text = text.strip()
+            self.not_understood.append((first_no, joined[:300]))
+        if self._wants_ran is not None:
+            waiting, self._wants_ran = self._wants_ran, None
+            ran = _parse(stripped, "ran")
+            if ran is not None:
+                waiting.ran_ms = int(next(ran.find_data("ran_ms")).children[0])
                 self.lines += 1
                 return True
-        if not ("NCCL" in text or "nccl" in text or "atchdog" in text or "Last error" in text):
+        if self._last_error is not None and stripped:
+            (waiting, after), self._last_error = self._last_error, None
+            # NCCL's text is the very next line; when that line was an NCCL record, the log reader has it
+            if line_no == after + 1 and record_start(text) is None:
+                waiting.text = stripped
+                self.lines += 1
+                return True
+        if self._carry is not None:
+            carry_no, carry = self._carry
+            self._carry = None
+            if record_start(text) is None:
+                glued = _glue(carry, stripped, starts_record=True)
+                if record_start(glued) is not None:  # the wrap cut the record's first words
+                    self._read(carry_no, glued, 2)
+                    self.lines += 2
+                    return True
+        if not ("NCCL" in text or "nccl" in text or "atchdog" in text or "Last error" in text or "eartbeat" in text):
             return False
-        if self._read(line_no, text, wrapped=False):
+        if self._read(line_no, text, 1):
             self.lines += 1
             return True
+        if "atchdog" in text:
+            self._carry = (line_no, text)
         return False
 
-    def _read(self, line_no: int, text: str, wrapped: bool) -> bool:
+    def _read(self, line_no: int, text: str, parts: int) -> bool:
         start = record_start(text)
         if start is None:
             return False
         body = text[start:].rstrip()
         tree = _parse(body, "framework_record")
         if tree is None:
-            if not wrapped and "WorkNCCL(" in body and ")" not in body.split("WorkNCCL(", 1)[1]:
-                self._pending = (line_no, text)  # the terminal wrapped it: the rest is on the next line
+            if parts < WRAP_LIMIT and "collective operation timeout" in body:
+                self._pending = (line_no, text, parts)  # the terminal wrapped it: the rest is on the next line
                 return True
             self.not_understood.append((line_no, body[:300]))
             return True
         event = event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip()))
+        if len(self.events) >= EVENTS_KEEP:
+            self.not_kept["framework"] = self.not_kept.get("framework", 0) + 1
+            return True
         self.events.append(event)
         if event.kind == "last_error" and not event.text:
-            self._last_error = event
+            self._last_error = (event, line_no + parts - 1)
+        if event.kind == "watchdog_timeout" and event.ran_ms is None and parts > 1:
+            self._wants_ran = event
+        if event.kind == "watchdog_exception":  # it quotes the timeout, which may be printed nowhere else
+            inner = record_start(event.text)
+            quoted = _parse(event.text[inner:], "framework_record") if inner is not None else None
+            if quoted is not None and quoted.data == "watchdog_timeout":
+                self.events.append(event_from(quoted, event.evidence))
         return True
 
     def command_line(self, line_no: int, text: str) -> bool:
@@ -151,12 +216,15 @@ class FrameworkReader:
             value_tree = setting.children[1] if len(setting.children) > 1 else None
             value = str(value_tree.children[0]) if isinstance(value_tree, Tree) else ""
             value = value.strip("'\"").replace("\\,", ",")
-            self.settings.append((name, value, Evidence(source=self.source, line=line_no, text=text.strip())))
             found = True
+            if len(self.settings) >= SETTINGS_KEEP:
+                self.not_kept["settings"] = self.not_kept.get("settings", 0) + 1
+                continue
+            self.settings.append((name, value, Evidence(source=self.source, line=line_no, text=text.strip())))
         return found
 
     def finish(self) -> None:
         if self._pending is not None:  # a wrapped record whose rest was not pasted
-            self.not_understood.append(self._pending)
+            self.not_understood.append(self._pending[:2])
             self.cut_at_end = self._pending[0]
             self._pending = None

@@ -42,6 +42,9 @@ GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheape
 ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 
 # families aggregated column-wise (the bulk of big logs)
+# Messages that, without NCCL's prefix, are any program's text: a row of '=' ends NCCL's topology dump
+# and every banner of a job script.
+BARE_TOO_PLAIN = frozenset({"system_footer"})
 BULK_FAMILIES = frozenset(
     {"connection", "collnet_connection", "graph_ring", "graph_tree", "graph_channel", "coll_call", "call", "trace"}
 )
@@ -479,6 +482,8 @@ class NcclLogParser:
             if start == "message":
                 return RecordShape(whole, "BARE", None, "not an NCCL message")
             return self._parse_loose(text, whole, mapper)
+        if start == "message" and tree.data in BARE_TOO_PLAIN:
+            return RecordShape(whole, "BARE", None, "not an NCCL message")
         if start == "message":
             bare = _extract(tree)
             return RecordShape(

@@ -34,6 +34,7 @@ class ParsedInput:
     benchmarks: list[BenchmarkRun] = field(default_factory=list)
     framework: list[FrameworkEvent] = field(default_factory=list)
     settings: list[EnvSetting] = field(default_factory=list)  # set by command lines in the input
+    not_kept: dict[str, int] = field(default_factory=dict)  # facts read beyond the per-input limits, by kind
 
 
 # A line that only says lines were left out where it stands
@@ -63,8 +64,6 @@ LISTINGS = {
     "error_trace": "an error chain",
     "rccl_coll_trace": "kernel trace lines",
 }
-FRAMEWORK_KEEP = 2000  # framework events kept per input (a watchdog prints one per rank and collective)
-SETTINGS_KEEP = 500
 
 
 class _OtherLines:
@@ -92,13 +91,12 @@ class _OtherLines:
         if body.strip() in ELISIONS:
             self.elisions.append((line_no, body.strip()))
             return
-        if len(self.framework.settings) < SETTINGS_KEEP:
-            self.framework.command_line(line_no, body)
+        self.framework.command_line(line_no, body)
         if self.topology.feed(line_no, body):
             self.topology_lines += 1
         elif self.tests.feed(line_no, body):
             self.tests_lines += 1
-        elif len(self.framework.events) < FRAMEWORK_KEEP:
+        else:
             self.framework.feed(line_no, body)
 
 
@@ -120,6 +118,7 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     parsed.benchmarks = others.tests.finish()
     others.framework.finish()
     parsed.framework = others.framework.events
+    parsed.not_kept = dict(others.framework.not_kept)
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
         for name, value, evidence in others.framework.settings

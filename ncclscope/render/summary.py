@@ -31,6 +31,12 @@ def print_summary(case: Case, console: Console) -> None:
             line += f", {s.nccl_lines} NCCL lines, {_pct(s.recognized, s.nccl_lines)} recognised"
             if s.unrecognized_count:
                 line += f" ({s.unrecognized_count} not understood)"
+        if s.framework_lines:
+            line += f", {s.framework_lines} framework lines"
+            if s.framework_unrecognized:
+                line += f" ({s.framework_unrecognized} not understood)"
+        if s.truncated:
+            line += f"; cut: {'; '.join(s.truncated)}"
         console.print(line, markup=False)
     for s in case.sources:
         for u in s.unrecognized[:5]:
@@ -41,6 +47,9 @@ def print_summary(case: Case, console: Console) -> None:
             )
         if s.unrecognized_count > 5:
             console.print(f"  ... and {s.unrecognized_count - 5} more lines in {s.path}")
+    if case.facts_capped:
+        counted = ", ".join(f"{kind} {n}" for kind, n in sorted(case.facts_capped.items()))
+        console.print(f"Beyond the limits on kept facts, counted but not kept: {counted}", markup=False)
     if case.nccl_versions:
         console.print(f"NCCL versions: {', '.join(case.nccl_versions)}")
     if case.hosts:

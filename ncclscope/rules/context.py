@@ -20,6 +20,8 @@ TUNING_FAMILIES = frozenset(
 # Evidence a rule may need, and how to get it when it is missing (EVD001 quotes this).
 NEEDS: dict[str, str] = {
     "nccl_log": "an NCCL log: run with NCCL_DEBUG=INFO (ncclscope run does it for you)",
+    # NCCL's errors: its own WARNs, or those the framework raised (with NCCL's last error) when there is no log
+    "nccl_errors": "an NCCL log: run with NCCL_DEBUG=INFO (ncclscope run does it for you)",
     "settings": "NCCL settings: the log's `set by environment` lines (NCCL_DEBUG_SUBSYS with ENV, on by default)"
     " or the job's command line",
     "transports": "connection lines or P2P reports: NCCL_DEBUG=INFO with the INIT subsystem, from communicator setup",
@@ -62,6 +64,10 @@ class Context:
         case = self.case
         checks = {
             "nccl_log": lambda: any("nccl_log" in s.kinds for s in case.sources),
+            "nccl_errors": lambda: (
+                any("nccl_log" in s.kinds for s in case.sources)
+                or any(e.kind in ("nccl_error", "nccl_result") for e in case.framework)
+            ),
             "connections": lambda: case.connections.total > 0,
             # a log shows the settings NCCL read (none: nothing set); without one, a command line may
             "settings": lambda: bool(case.env) or any("nccl_log" in s.kinds for s in case.sources),
@@ -90,6 +96,12 @@ class Context:
         if len(self.hosts) > 1 or self.case.connections.across_hosts is not None:
             return True
         return any((c.nnodes or 0) > 1 for c in self.case.communicators)
+
+    @property
+    def single_host(self) -> bool:
+        """The inputs show the job on one host (not merely that they show no other: a command line alone
+        shows none)."""
+        return not self.multi_host and len(self.hosts) == 1
 
     def env(self, name: str) -> list[EnvSetting]:
         return [e for e in self.case.env if e.name == name]

@@ -155,7 +155,7 @@ def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
         return "info", f"{head} {knob.what}; this is the default value, so it changes nothing"
     if knob.off is not None and knob.off(s.value):
         note = f" ({knob.off_note})" if knob.off_note else ""
-        if knob.feature == "rdma" and not ctx.multi_host:
+        if knob.feature == "rdma" and ctx.single_host:
             return "warning", (
                 f"{head} {knob.what}{note}: this is a single-host job, whose intra-node traffic (P2P/SHM) does not"
                 " use the network, so it does not affect this run; on several hosts it would force TCP sockets"

@@ -9,6 +9,7 @@ from ncclscope.platforms import cpu_run
 from ncclscope.rules.context import NEEDS, Context, shown
 from ncclscope.rules.registry import make_finding, rule
 
+SAME_INPUT = {"nccl_errors": "nccl_log"}
 # Without any NCCL log, the log rules have nothing to look at; say so once, plainly.
 ORDER = [
     "nccl_log",
@@ -42,7 +43,9 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
     Sources: NCCL docs env.rst (NCCL_DEBUG_SUBSYS and its default mask); NVIDIA/nccl#1801 (maintainers
     ask for NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING)
     """
-    unjudged: dict[str, list[str]] = getattr(ctx, "unjudged", {})
+    unjudged: dict[str, list[str]] = {}
+    for need, codes in getattr(ctx, "unjudged", {}).items():  # needs that the same input answers, together
+        unjudged.setdefault(SAME_INPUT.get(need, need), []).extend(codes)
     for need in sorted(unjudged, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
         codes = sorted(set(unjudged[need]))
         if need == "version" and not ctx.has("nccl_log"):
@@ -65,6 +68,17 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
             evidence=shown(item.evidence),
             evidence_count=len(item.evidence),
         )
+    said = " ".join(item.what for item in ctx.not_judged)
+    for source in ctx.case.sources:
+        cut = [why for why in source.truncated if why not in said]
+        if cut:  # what the missing lines held is judged by nobody: say so rather than pass it
+            yield make_finding(
+                "EVD001",
+                "info",
+                f"{source.path} is incomplete ({'; '.join(cut)}): the findings judge the lines it holds,"
+                " not those left out",
+                fix="Attach the whole log (NCCL_DEBUG_FILE=nccl.%h.%p.log writes one file per process).",
+            )
 
 
 GPU_ONLY = ("nccl_log", "topology")

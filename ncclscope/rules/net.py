@@ -68,6 +68,8 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
     device_lines = {(d.evidence.source, d.evidence.line) for h in socket_hosts for d in h.socket_devices}
     count = sum(e.channels for h in socket_hosts for e in h.socket_edges) + len(device_lines)
     hosts = [h.name for h in socket_hosts]
+    # NCCL's own Socket transport, or a socket plugin such as FastSocket, by the name the log gives
+    label = " / ".join(sorted({f"NET/{n}" for h in socket_hosts for n in h.networks if is_socket(n)})) or "NET/Socket"
     if ctx.multi_host:
         if ctx.hosts and len(hosts) == len(ctx.hosts):
             where = f"every host ({names(hosts)}{interfaces})"
@@ -80,7 +82,7 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
         yield make_finding(
             "NET001",
             "error",
-            f"Inter-host traffic goes over TCP sockets (NET/Socket) instead of RDMA on {where}: {spread}; {traffic}",
+            f"Inter-host traffic goes over TCP sockets ({label}) instead of RDMA on {where}: {spread}; {traffic}",
             evidence=shown(evidence),
             evidence_count=count,
             hosts=hosts,
@@ -90,7 +92,7 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
         yield make_finding(
             "NET001",
             "info",
-            f"NCCL selected NET/Socket on {names(hosts)}"
+            f"NCCL selected {label} on {names(hosts)}"
             + (f" ({interfaces[2:]})" if interfaces else "")
             + ", a single-host job: traffic between its "
             "GPUs does not use the NET transport, so this costs nothing here, but a run over several hosts "

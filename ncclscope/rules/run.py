@@ -352,7 +352,7 @@ def _hint(w: NcclMessage, failures: dict[tuple[str, int], SocketFailure]) -> str
     return KIND_HINTS.get(w.kind, "")
 
 
-@rule("RUN005", "nccl-warning", severity="warning", needs=["nccl_log"])
+@rule("RUN005", "nccl-warning", severity="warning", needs=["nccl_errors"])
 def nccl_warning(ctx: Context) -> Iterable[Finding]:
     """Any NCCL WARN that no more specific rule reports, grouped by message (numbers, addresses and
     pointers normalised), with the `file:line -> N` chain that follows it decoded to the result name

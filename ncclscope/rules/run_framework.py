@@ -17,7 +17,9 @@ def _lines(n: int) -> str:
 
 
 def _world_size(ctx: Context) -> int | None:
+    """Ranks of the job: its largest communicator, or its largest process group as PyTorch set it up."""
     sizes = [c.nranks for c in ctx.case.communicators if c.nranks and c.comm_id]
+    sizes += [e.world_size for e in ctx.case.framework if e.kind == "pg_options" and e.world_size]
     return max(sizes) if sizes else None
 
 
@@ -96,6 +98,8 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
             )
         if nccl_warns:
             message += f"; NCCL logged {_lines(nccl_warns)} of WARN, see those findings"
+        elif not any(s.nccl_lines for s in ctx.case.sources):
+            message += "; the input holds no NCCL log, so whether NCCL reported an error is unknown"
         else:
             message += "; NCCL logged no WARN: the collective hung rather than failed"
         evidence = [e.evidence for e in items]

@@ -139,6 +139,12 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
             warned = sum(warn_procs.get((r.host, r.pid), 0) for r in {(r.host, r.pid): r for r in stuck}.values())
             if warned:
                 message += f"; their processes logged {_lines(warned)} of WARN (the failure is reported there)"
+            elif retrying := _retrying_ranks(ctx, stuck):
+                message += (
+                    f"; their processes logged no WARN, and rank{'s' if len(retrying) != 1 else ''}"
+                    f" {rank_text(retrying)} {'were' if len(retrying) != 1 else 'was'} still retrying a connection"
+                    " (NET006): waiting for a peer"
+                )
             elif not cut:
                 message += "; their processes logged no WARN, so they are stuck (a hang), not failed"
             if missing and covered:
@@ -186,3 +192,9 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
             hosts=hosts,
             ranks=missing,
         )
+
+
+def _retrying_ranks(ctx: Context, stuck: list[CommRank]) -> list[int]:
+    """The stuck ranks whose process was retrying a socket connection (and had not given up)."""
+    retrying = {(f.host, f.pid) for f in ctx.case.socket_failures if f.retrying and f.level != "WARN"}
+    return sorted({r.rank for r in stuck if (r.host, r.pid) in retrying})

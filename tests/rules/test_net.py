@@ -294,3 +294,39 @@ def test_cli_json_reports_the_socket_fallback_story() -> None:
         "text": "trn-c11:20411:20411 [0] NCCL INFO NET/Socket : Using [0]eth0:10.60.2.11<0>",
     }
     assert by_code["NET001"]["sources"]
+
+
+# ------------------------------------------------------------------------------ socket plugins, retries
+FASTSOCKET = f"{NET}/fastsocket_plugin_gdr_disabled.log"
+RETRIES_RECOVERED = f"{NET}/connect_retries_recovered.log"
+RETRIES_CUT = f"{NET}/connect_retries_cut_off.log"
+
+
+def _codes(path: str) -> dict[str, list[Finding]]:
+    out: dict[str, list[Finding]] = {}
+    for f in analyze(read_case([path], jobs=1).case).findings:
+        out.setdefault(f.code, []).append(f)
+    return out
+
+
+def test_a_socket_plugin_is_named_as_the_log_names_it_and_its_gdr_off_is_no_fault() -> None:
+    found = _codes(FASTSOCKET)
+    (net001,) = found["NET001"]
+    assert net001.severity == "info" and "NCCL selected NET/FastSocket on a3-vm-0417" in net001.message
+    assert "GDR001" not in found and "GDR002" not in found  # a TCP plugin has no GPUDirect RDMA to turn on
+
+
+def test_connection_retries_that_ended_in_a_complete_init_are_not_reported() -> None:
+    found = _codes(RETRIES_RECOVERED)
+    assert "NET006" not in found and "RUN001" not in found
+
+
+def test_connection_retries_whose_outcome_is_cut_off_are_a_warning_and_explain_the_stuck_init() -> None:
+    found = _codes(RETRIES_CUT)
+    (net006,) = found["NET006"]
+    assert net006.severity == "warning"
+    assert "NCCL was still retrying and the inputs show neither the final failure nor a success" in net006.message
+    assert lines(net006) == [7, 8, 9]
+    (run001,) = found["RUN001"]
+    assert "rank 1 was still retrying a connection (NET006)" in run001.message
+    assert "stuck (a hang)" not in run001.message

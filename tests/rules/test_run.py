@@ -247,3 +247,13 @@ def test_cli_json_reports_the_watchdog_timeout_with_evidence() -> None:
     assert run006["name"] == "watchdog-timeout"
     assert run006["evidence"] and "Watchdog caught collective operation timeout" in run006["evidence"][0]["text"]
     assert not [f for f in data["findings"] if f["severity"] == "error" and f["code"] != "RUN006"]
+
+
+# ------------------------------------------------------------------------------ an input with lines left out
+def test_an_input_with_elided_lines_is_said_to_be_incomplete_not_passed() -> None:
+    elided = fx("nccl/variant_elided_lines.log")
+    case = read_case([elided], jobs=1).case
+    assert case.sources[0].truncated == ["lines were left out where it says `[...]` (line 86 and 1 more)"]
+    incomplete = [f for f in findings(elided, "EVD001") if "is incomplete" in f.message]
+    assert len(incomplete) == 1 and "`[...]`" in incomplete[0].message
+    assert [f.severity for f in _findings(elided) if f.severity != "info"] == []

@@ -261,3 +261,10 @@ def test_the_cli_reports_the_far_pairs_of_the_two_switch_matrix_as_json() -> Non
         "text": "  GPU0  GPU1  GPU2  GPU3  GPU4  GPU5  GPU6  GPU7  NIC0  NIC1",
     }
     assert topo[0]["sources"] and topo[0]["fix"]
+
+
+def test_a_quad_superchip_node_reaches_its_nics_over_c2c_so_sys_is_info() -> None:
+    finding = only("TOPO002", "fixtures/topo/gh200_quad_c2c_gpu_numa_ids.txt")
+    assert finding.severity == "info"
+    assert "every GPU has a NUMA node of its own (GPU NUMA ID)" in finding.message
+    assert not findings("TOPO001", "fixtures/topo/gh200_quad_c2c_gpu_numa_ids.txt")

@@ -1,0 +1,263 @@
+"""Framework logs (PyTorch ProcessGroupNCCL, torchrun, DeepSpeed, vLLM) as an input kind of their own:
+their records as typed facts, the findings they carry, and the command line, report and TUI on them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from ncclscope.model import FrameworkEvent
+from ncclscope.parse.framework_log import FrameworkReader
+from ncclscope.reading import read_case
+from ncclscope.tui.app import TABS, NcclscopeApp
+from ncclscope.tui.loading import prepare_inputs
+
+from conftest import REPO, findings_of, only_finding, run_cli
+
+WATCHDOG = "fixtures/framework/torch25_watchdog_rank_missing.log"
+WRAPPED = "fixtures/framework/torch113_watchdog_hard_wrapped.log"
+LAST_ERROR = "fixtures/framework/torch23_nccl_error_last_error.log"
+VLLM_DEEPSPEED = "fixtures/framework/vllm_deepspeed_nccl_errors.log"
+COMMAND_LINES = "fixtures/framework/command_line_settings.log"
+
+
+def events(path: str, kind: str | None = None) -> list[FrameworkEvent]:
+    case = read_case([str(REPO / path)], jobs=1).case
+    return [e for e in case.framework if kind is None or e.kind == kind]
+
+
+def read_lines(*lines: str) -> FrameworkReader:
+    reader = FrameworkReader("paste")
+    for number, line in enumerate(lines, start=1):
+        reader.feed(number, line)
+    reader.finish()
+    return reader
+
+
+# ------------------------------------------------------------------------------ records as facts
+def test_watchdog_timeouts_status_and_dump_signals_are_typed() -> None:
+    timeouts = events(WATCHDOG, "watchdog_timeout")
+    assert {e.rank for e in timeouts} == {0, 1, 2, 3, 4, 5, 7}
+    assert {(e.seq, e.op_type, e.numel_in, e.timeout_ms) for e in timeouts} == {(20417, "ALLREDUCE", 50331648, 600000)}
+    assert all(600000 < (e.ran_ms or 0) < 600100 for e in timeouts)
+    status = events(WATCHDOG, "watchdog_status")
+    assert {(e.rank, e.seq, e.last_enqueued, e.last_completed) for e in status} >= {(0, 20417, 20417, 20416)}
+    (dump,) = events(WATCHDOG, "dump_signal")
+    assert (dump.rank, dump.from_rank, dump.last_enqueued, dump.last_completed) == (6, 3, 20416, 20416)
+    options = events(WATCHDOG, "pg_options")
+    assert {e.rank for e in options} == set(range(8))
+    assert {(e.world_size, e.timeout_ms, e.process_group) for e in options} == {(8, 600000, "0")}
+
+
+def test_the_timeout_quoted_by_the_watchdog_exception_is_a_timeout_too() -> None:
+    reader = read_lines(
+        "  what():  [PG 0 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught"
+        " collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLGATHER, NumelIn=4, NumelOut=16,"
+        " Timeout(ms)=120000) ran for 120092 milliseconds before timing out."
+    )
+    assert [e.kind for e in reader.events] == ["watchdog_exception", "watchdog_timeout"]
+    assert (reader.events[1].rank, reader.events[1].seq, reader.events[1].op_type) == (1, 9, "ALLGATHER")
+
+
+def test_hard_wrapped_timeouts_are_joined_across_two_and_three_lines() -> None:
+    timeouts = events(WRAPPED, "watchdog_timeout")
+    by_rank = {e.rank: e for e in reversed(timeouts)}  # the first record of each rank
+    assert by_rank[1].evidence.line == 2 and by_rank[1].ran_ms == 1800437
+    # cut inside "timeout" and inside "1800512": the join must read across both cuts
+    assert by_rank[0].evidence.line == 4 and by_rank[0].ran_ms == 1800512
+    assert by_rank[0].op_type == "BROADCAST" and by_rank[0].timeout_ms == 1800000
+    case = read_case([str(REPO / WRAPPED)], jobs=1).case
+    assert case.sources[0].framework_unrecognized == 0
+
+
+def test_ran_for_on_a_line_of_its_own_completes_the_timeout() -> None:
+    reader = read_lines(
+        "[rank1]:[E1111 17:01:37] [Rank 1] Watchdog caught collective operation timeout: ",
+        "WorkNCCL(SeqNum=14, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=1800000) ",
+        "ran for 1800048 milliseconds before timing out.",
+    )
+    (event,) = reader.events
+    assert (event.seq, event.ran_ms, event.evidence.line) == (14, 1800048, 1)
+    assert reader.lines == 3 and not reader.not_understood
+
+
+def test_a_wrapped_record_cut_by_the_end_of_the_input_is_reported_not_dropped() -> None:
+    reader = read_lines("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=")
+    assert reader.events == [] and reader.cut_at_end == 1
+    assert reader.not_understood == [
+        (1, "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=")
+    ]
+
+
+def test_a_new_record_is_not_swallowed_by_an_unfinished_one() -> None:
+    reader = read_lines(
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=",
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 9"
+        " milliseconds before timing out.",
+    )
+    assert [(e.rank, e.seq) for e in reader.events] == [(1, 3)]
+    assert [n for n, _ in reader.not_understood] == [1]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "fields"),
+    [
+        (
+            "[rank1]:[E1003 18:37:01.833575187 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either"
+            " an error or timeout) detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last completed"
+            " NCCL work: 6462.",
+            "watchdog_status",
+            {"rank": 1, "seq": 6463, "last_enqueued": 6463, "last_completed": 6462},
+        ),
+        (
+            "[PG 1 Rank 1] Timeout at NCCL work: 158046, last enqueued NCCL work: 158046, last completed NCCL work:"
+            " 158045.",
+            "watchdog_status",
+            {"rank": 1, "seq": 158046, "last_completed": 158045},
+        ),
+        (
+            "[PG ID 0 PG GUID 0(default_pg) Rank 3] Received a dump signal due to a collective timeout from this local"
+            " rank and we will try our best to dump the debug info. Last enqueued NCCL work: 1, last completed NCCL"
+            " work: -1.This is most likely caused by incorrect usages of collectives",
+            "dump_signal",
+            {"rank": 3, "from_rank": None, "last_enqueued": 1, "last_completed": -1},
+        ),
+        (
+            "[E1111 17:10:53.1 ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL's"
+            " watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives.",
+            "watchdog_stuck",
+            {"rank": 1, "stuck_s": 480},
+        ),
+        (
+            "I0527 15:16:51.665462 58626 ProcessGroupNCCL.cpp:878] [PG 0 Rank 2] ProcessGroupNCCL environments: NCCL"
+            " version: 2.18.3, TORCH_NCCL_ASYNC_ERROR_HANDLING: 1",
+            "pg_options",
+            {"rank": 2, "nccl_version": "2.18.3", "world_size": None},
+        ),
+        (
+            "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+            "nccl_error",
+            {"text": "unhandled cuda error (run with NCCL_DEBUG=INFO for details)", "nccl_version": None},
+        ),
+        (
+            "[PG 0 Rank 1] NCCL communicator was aborted on rank 1. Original reason for failure was: NCCL error:"
+            " unhandled cuda error",
+            "comm_aborted",
+            {"rank": 1},
+        ),
+    ],
+)
+def test_each_pytorch_record_shape_is_read(line: str, kind: str, fields: dict) -> None:
+    reader = read_lines(line)
+    assert not reader.not_understood
+    (event,) = reader.events
+    assert event.kind == kind
+    assert {k: getattr(event, k) for k in fields} == fields
+
+
+def test_last_error_takes_nccls_text_from_the_next_line_even_when_the_nccl_reader_has_it() -> None:
+    last = events(LAST_ERROR, "last_error")
+    assert [e.text for e in last] == [
+        "socketStartConnect: Connect to 10.42.7.19<51277> failed : Software caused connection abort"
+    ] * 2
+    last = events(VLLM_DEEPSPEED, "last_error")
+    assert [e.text for e in last] == ["Cuda failure 'out of memory'"]
+
+
+def test_a_log_viewer_pid_before_the_rank_tag_is_a_prefix() -> None:
+    errors = events(VLLM_DEEPSPEED, "nccl_error")
+    assert any(e.evidence.line == 11 and e.nccl_version == "2.19.3" for e in errors)
+    assert not any(e.text.startswith("[") for e in events(VLLM_DEEPSPEED))
+
+
+def test_command_line_settings_are_read_from_every_launcher_form() -> None:
+    case = read_case([str(REPO / COMMAND_LINES)], jobs=1).case
+    settings = {e.name: e.value for e in case.env}
+    assert settings == {
+        "NCCL_IB_DISABLE": "1",
+        "NCCL_DEBUG_SUBSYS": "INIT,NET",
+        "NCCL_P2P_LEVEL": "LOC",
+        "NCCL_ALGO": "Ring",
+        "NCCL_SHM_DISABLE": "1",
+        "NCCL_DEBUG": "WARN",
+        "NCCL_SOCKET_IFNAME": "=ens1f0",
+    }
+    assert {e.origin for e in case.env} == {"command_line"}
+    assert case.nccl_versions == ["2.19.3"]  # from the process group's environment line
+
+
+def test_framework_events_beyond_the_limit_are_counted_not_dropped() -> None:
+    line = "[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BARRIER)"
+    reader = read_lines(*(line.format(r=r) for r in range(2100)))
+    assert len(reader.events) == 2000
+    assert reader.not_kept == {"framework": 100}
+    assert reader.lines == 2100
+
+
+# ------------------------------------------------------------------------------ findings
+def test_watchdog_on_a_framework_log_alone_names_the_silent_rank_from_the_process_group_size() -> None:
+    finding = only_finding("RUN006", WATCHDOG)
+    assert finding.severity == "error"
+    assert "on ranks 0-5, 7" in finding.message
+    assert "rank 6 of 8 reported no timeout" in finding.message
+    assert "the input holds no NCCL log" in finding.message  # not "NCCL logged no WARN": nobody asked it to
+
+
+def test_framework_nccl_errors_are_reported_without_an_nccl_log() -> None:
+    finding = only_finding("RUN005", "fixtures/framework/torch23_nccl_error_last_error.log")
+    assert "NCCL's last error: `socketStartConnect: Connect to 10.42.7.19<51277> failed" in finding.message
+    assert "Traceback" not in finding.message
+
+
+def test_evd001_says_what_an_nccl_log_would_add_to_a_framework_log() -> None:
+    messages = [f.message for f in findings_of("EVD001", WATCHDOG)]
+    nccl_log = next(m for m in messages if "the inputs lack an NCCL log" in m)
+    assert "RUN005" in nccl_log and "NET001" in nccl_log
+
+
+def test_a_setting_on_a_command_line_says_the_host_count_is_unknown_not_single_host() -> None:
+    ib = next(f for f in findings_of("ENV001", COMMAND_LINES) if "NCCL_IB_DISABLE" in f.message)
+    assert "single-host" not in ib.message
+    assert "do not show whether the hosts have RDMA NICs" in ib.message
+
+
+# ------------------------------------------------------------------------------ command line, report, TUI
+def test_cli_accepts_a_framework_log_and_exits_by_its_findings(tmp_path: Path) -> None:
+    proc = run_cli("analyze", COMMAND_LINES)
+    assert proc.returncode == 0, proc.stderr
+    assert b"the inputs lack an NCCL log" in proc.stdout
+    proc = run_cli("analyze", WATCHDOG)
+    assert proc.returncode == 1, proc.stderr  # RUN006 is an error: --fail-on error
+    proc = run_cli("analyze", "--fail-on", "never", "-f", "json", WATCHDOG)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["case"]["sources"][0]["kinds"] == ["framework_log"]
+    proc = run_cli("parse", WATCHDOG)
+    assert b"framework_log, 49 lines, 25 framework lines" in proc.stdout
+
+
+def test_report_on_a_framework_log(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    proc = run_cli("report", WATCHDOG, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text(encoding="utf-8")
+    assert "RUN006" in html and "rank 6 of 8 reported no timeout" in html
+
+
+async def test_tui_opens_a_framework_log_on_its_watchdog_finding(repo_cwd: Path) -> None:
+    app = NcclscopeApp(prepare_inputs([WATCHDOG]))
+    async with app.run_test(size=(140, 45)) as pilot:
+
+        async def parsed() -> None:
+            while app.parsing:
+                await pilot.pause(0.05)
+
+        await asyncio.wait_for(parsed(), 120)
+        await pilot.pause()
+        assert app.findings.selected is not None and app.findings.selected.code == "RUN006"
+        for number in range(2, len(TABS) + 1):  # every screen opens on it
+            await pilot.press(str(number))
+            await pilot.pause()
