@@ -261,3 +261,13 @@ async def test_tui_opens_a_framework_log_on_its_watchdog_finding(repo_cwd: Path)
         for number in range(2, len(TABS) + 1):  # every screen opens on it
             await pilot.press(str(number))
             await pilot.pause()
+
+
+def test_silent_ranks_of_a_cut_input_may_just_be_missing(tmp_path: Path) -> None:
+    lines = (REPO / WATCHDOG).read_text(encoding="utf-8").splitlines()[:30]
+    lines.append(lines[28][: lines[28].index("OpType=") + 4].replace("rank4", "rank5").replace("Rank 4", "Rank 5"))
+    cut = tmp_path / "cut.log"
+    cut.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    finding = only_finding("RUN006", cut)
+    assert "ranks 5-7 of 8 reported no timeout" in finding.message
+    assert "the input looks cut" in finding.message and "so their lines may just be missing" in finding.message

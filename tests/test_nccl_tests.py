@@ -947,3 +947,17 @@ def test_a_command_line_without_test_output_is_no_run():
     reader.feed(1, "$ mpirun -np 2 ./build/all_reduce_perf -b 8 -e 1G")
     reader.feed(2, "gpu1:1:1 [0] NCCL INFO Using network IB")
     assert reader.finish() == []
+
+
+def test_a_table_that_stops_before_its_last_size_is_said_to_be_cut(tmp_path: Path) -> None:
+    from ncclscope.reading import read_case
+
+    from conftest import REPO
+
+    lines = (REPO / "fixtures/nccl_tests/v2_17_unified_8xh100.txt").read_text(encoding="utf-8").splitlines()[:40]
+    cut = tmp_path / "cut.txt"
+    cut.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    source = read_case([str(cut)], jobs=1).case.sources[0]
+    assert source.truncated == ["it stops inside an nccl-tests table (line 40)"] and source.ends_cut
+    whole = read_case([str(REPO / "fixtures/nccl_tests/v2_17_unified_8xh100.txt")], jobs=1).case.sources[0]
+    assert whole.truncated == []

@@ -78,6 +78,7 @@ class _OtherLines:
         self.invalid_utf8 = 0
         self.display = display
         self.elisions: list[tuple[int, str]] = []
+        self.tests_runs: list[BenchmarkRun] = []  # the tables read, once finished
 
     def __call__(self, line_no: int, text: str) -> None:
         if not text:
@@ -116,6 +117,7 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     parsed = ParsedInput(source, log.result, log.host_names())
     parsed.topologies = others.topology.finish()
     parsed.benchmarks = others.tests.finish()
+    others.tests_runs = parsed.benchmarks
     others.framework.finish()
     parsed.framework = others.framework.events
     parsed.not_kept = dict(others.framework.not_kept)
@@ -180,6 +182,14 @@ def _truncation(source: Source, res: LogResult, others: _OtherLines) -> None:
     damaged = [u.line for u in res.unrecognized if u.reason.startswith(("a fragment", "unreadable record"))]
     if damaged and not source.ends_cut:
         source.truncated.append(f"a record of it is cut or damaged (line {damaged[0]})")
+    if res.last is not None and res.last[1] == "":  # the input ends in a line that is no NCCL record
+        for run in others.tests_runs:
+            rows = run.rows
+            # only where the header says how far the table goes: rows pasted alone may be a chosen excerpt
+            if rows and rows[-1].line == res.last[0] and run.avg_busbw is None and not run.failures:
+                if run.max_bytes is not None and rows[-1].size < run.max_bytes:
+                    source.truncated.append(f"it stops inside an nccl-tests table (line {rows[-1].line})")
+                    source.ends_cut = True
     if others.framework.cut_at_end is not None:
         source.truncated.append(f"it ends in a cut framework record (line {others.framework.cut_at_end})")
         source.ends_cut = True

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from ncclscope.model import Finding, FrameworkEvent
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
+from ncclscope.rules.run_init import input_cut
 from ncclscope.rules.version import rank_text
 
 
@@ -96,6 +97,9 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
                 f"; rank{'s' if len(silent) != 1 else ''} {rank_text(silent)} of {world} reported no timeout:"
                 " look there first (never joined, crashed or stuck elsewhere)"
             )
+            cut, _ = input_cut(ctx, {e.evidence.source for e in ctx.case.framework})
+            if cut:
+                message += f" (but the input looks cut ({cut}), so their lines may just be missing)"
         if nccl_warns:
             message += f"; NCCL logged {_lines(nccl_warns)} of WARN, see those findings"
         elif not any(s.nccl_lines for s in ctx.case.sources):

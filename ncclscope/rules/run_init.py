@@ -30,7 +30,7 @@ def _comm_groups(ctx: Context) -> list[tuple[str, list[Communicator]]]:
     return groups
 
 
-def _cut(ctx: Context, sources: set[str]) -> tuple[str | None, bool]:
+def input_cut(ctx: Context, sources: set[str]) -> tuple[str | None, bool]:
     """(why the input of these sources looks cut, whether it stops there) from Source.truncated
     and Source.problems (a damaged .gz ...)."""
     for s in ctx.case.sources:
@@ -105,7 +105,7 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
             (nnodes and len(hosts) >= nnodes) or (nranks and hosts and sum(procs_per_host[h] for h in hosts) >= nranks)
         )
         sources = {r.evidence.source for r in members.values() if r.evidence}
-        cut, stops = _cut(ctx, sources)
+        cut, stops = input_cut(ctx, sources)
         size = f"{nranks} ranks" if nranks else "size unknown"
         head = (
             f"{label[0].upper()}{label[1:]} ({size}, {len(hosts)} host{'s' if len(hosts) != 1 else ''} in the inputs)"
