@@ -209,11 +209,22 @@ def _host_names(case: Case) -> list[str]:
     return sorted(names)
 
 
+def host_gpus(run: BenchmarkRun) -> dict[str, int]:
+    """GPUs per host that a run's device lines show: their count, or, when some ranks' lines are missing,
+    more where a device number says so (a line for device 7 means a host of 8 GPUs)."""
+    counts = Counter(d.host for d in run.devices)
+    if len(run.devices) >= (run.nranks or 0):
+        return dict(counts)  # every rank's line is there: a job may use some of a host's GPUs only
+    for d in run.devices:
+        if d.cuda_dev is not None:
+            counts[d.host] = max(counts[d.host], d.cuda_dev + 1)
+    return dict(counts)
+
+
 def _gpus_per_host(case: Case) -> int | None:
     per_host: Counter[str] = Counter()
     for run in case.benchmarks:
-        run_counts = Counter(d.host for d in run.devices)
-        for host, n in run_counts.items():
+        for host, n in host_gpus(run).items():
             per_host[host] = max(per_host[host], n)
     if per_host:
         return max(per_host.values())
@@ -540,7 +551,7 @@ def run_facts(run: BenchmarkRun, platform: Platform) -> RunFacts | None:
     measured = max(_busbw(r) or 0.0 for r in largest)
     names = Counter(d.name.strip() for d in run.devices if d.name.strip())
     spec = platform_spec(names.most_common(1)[0][0]) if names else spec_by_key(platform.key)
-    per_host_counts = Counter(d.host for d in run.devices)
+    per_host_counts = host_gpus(run)
     gpus_per_host = max(per_host_counts.values()) if per_host_counts else platform.gpus_per_host
     nranks = run.nranks or (len(run.devices) or None)
     hosts: int | None = len(per_host_counts) or None

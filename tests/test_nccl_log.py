@@ -220,3 +220,19 @@ def test_a_prefix_followed_by_another_loggers_text_stays_a_fragment() -> None:
 def test_a_record_that_lost_its_beginning_up_to_ccl_info_is_still_typed() -> None:
     event = only_event("(W pid=9) CCL INFO Using network IB")
     assert (event.level, event.family, event.host) == ("INFO", "using_network", None)
+
+
+# Damage the property tests (tests/test_mutations.py) found: a terminal colour code inside a number field.
+def test_a_colour_code_inside_a_prefix_number_is_dropped_from_its_value() -> None:
+    result, _ = parse("gpu-a1:4\x1b[1;32m411:4411 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\x1b[0m\n")
+    (event,) = result.events
+    assert (event.host, event.pid, event.tid) == ("gpu-a1", 4411, 4411)
+
+
+def test_a_colour_code_inside_a_connection_rank_is_dropped_from_its_value() -> None:
+    lines = [f"h:1:2 [0] NCCL INFO Channel {c:02d}/0 : 0[0] -> 1[1] via P2P/IPC\n" for c in range(40)]
+    lines.append("h:1:2 [0] NCCL INFO Channel 40/0 : 0[0] -> 1\x1b[1;32m[1] via P2P/IPC\n")
+    lines.append("h:1:2 [0] NCCL INFO Channel 41/0 : 0[0] -> \x1b[1;32m1[1] via P2P/IPC\n")
+    result, _ = parse("".join(lines))
+    assert result.recognized == 42
+    assert result.families["connection"] == 42

@@ -961,3 +961,34 @@ def test_a_table_that_stops_before_its_last_size_is_said_to_be_cut(tmp_path: Pat
     assert source.truncated == ["it stops inside an nccl-tests table (line 40)"] and source.ends_cut
     whole = read_case([str(REPO / "fixtures/nccl_tests/v2_17_unified_8xh100.txt")], jobs=1).case.sources[0]
     assert whole.truncated == []
+
+
+def _run_of(text: str) -> BenchmarkRun:
+    reader = NcclTestsReader("paste")
+    for number, line in enumerate(text.splitlines(), start=1):
+        reader.feed(number, line)
+    (run,) = reader.finish()
+    return run
+
+
+HEADER = "# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+DEVICE = "#  Rank {r} Group  0 Pid  3{r}00 on   gpu-x device  {r} [0000:1{r}:00] NVIDIA H100 80GB HBM3"
+
+
+def test_a_device_line_with_the_next_one_glued_on_is_two_devices() -> None:
+    lines = [DEVICE.format(r=r) for r in range(4)]
+    run = _run_of(HEADER + "# Using devices\n" + lines[0] + lines[1] + "\n" + "\n".join(lines[2:]) + "\n")
+    assert [d.rank for d in run.devices] == [0, 1, 2, 3]
+    assert run.devices[0].name == "NVIDIA H100 80GB HBM3"
+
+
+def test_device_lines_with_tabs_for_spaces_are_read() -> None:
+    lines = [DEVICE.format(r=r).replace(" ", "\t") for r in range(2)]
+    run = _run_of(HEADER.replace(" ", "\t") + "#\tUsing\tdevices\n" + "\n".join(lines) + "\n")
+    assert [d.rank for d in run.devices] == [0, 1] and run.ngpus == 1
+
+
+def test_a_cut_device_list_still_counts_the_ranks_its_numbers_name() -> None:
+    lines = [DEVICE.format(r=r) for r in range(1, 4)]  # rank 0's line is lost
+    run = _run_of(HEADER + "# Using devices\n" + "\n".join(lines) + "\n")
+    assert run.nranks == 4 and "rank 3" in run.inferred["nranks"]

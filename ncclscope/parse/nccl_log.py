@@ -145,7 +145,7 @@ class Event:
 
     def _prefix(self, key: str) -> str | None:
         span = self.shape.prefix.get(key)
-        return self.raw[span[0] : span[1]].decode("utf-8", "replace") if span else None
+        return span_text(self.raw[span[0] : span[1]]) if span else None
 
     def _host_pid(self) -> tuple[str | None, int | None]:
         if self._origin is None:
@@ -279,11 +279,21 @@ def _spans_of(value: Any) -> list[Span]:
     return []
 
 
+def span_text(chunk: bytes) -> str:
+    """A field's text; a terminal's colour codes inside the field (the span maps around them) go."""
+    text = chunk.decode("utf-8", "replace")
+    return clean(text).text if "\x1b" in text else text
+
+
+def _int_or(text: str, default: int) -> int:
+    return int(text) if text.strip().lstrip("-").isdigit() else default
+
+
 def _decoder(value: Any) -> Callable[[bytes], Any]:
     """A function that decodes `value`'s spans out of a line, mirroring `_decode`."""
     if isinstance(value, tuple):
         a, b = value
-        return lambda line: line[a:b].decode("utf-8", "replace")
+        return lambda line: span_text(line[a:b])
     if isinstance(value, dict):
         parts = [(k, _decoder(v)) for k, v in value.items()]
         return lambda line: {k: part(line) for k, part in parts}
@@ -295,7 +305,7 @@ def _decoder(value: Any) -> Callable[[bytes], Any]:
 
 def _decode(value: Any, line: bytes) -> Any:
     if isinstance(value, tuple):
-        return line[value[0] : value[1]].decode("utf-8", "replace")
+        return span_text(line[value[0] : value[1]])
     if isinstance(value, dict):
         return {k: _decode(v, line) for k, v in value.items()}
     if isinstance(value, list):
@@ -669,7 +679,11 @@ class NcclLogParser:
             digits = matrix[:, a:b].astype(np.int64) - 48
             if ((digits >= 0) & (digits <= 9)).all():  # lines of one shape have digits at the same places
                 return digits @ (10 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
-        return column(span).astype(np.int64)
+        values = column(span)
+        try:
+            return values.astype(np.int64)
+        except ValueError:  # a terminal's colour codes inside the number (the span maps around them)
+            return np.array([_int_or(span_text(v), default) for v in values.tolist()], dtype=np.int64)
 
     def _connections(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
         res = self.result

@@ -52,19 +52,22 @@ _MAX_LINE = 10_000
 # Cheap line classification, before the grammar is asked.
 
 # Preamble, device, header and footer lines. All start with "#" except in v1.0.0 (and in pastes
-# that lost it); a bare "#" separates sections.
+# that lost it); a bare "#" separates sections. Words may be separated by tabs (a paste that converted them).
 _INFO_START = re.compile(
     r"""[ \t]*(?:
-        \#[ \t]*(?:nccl-tests[ ]version | Collective[ ]test | nThread[ ] | Using[ ]devices | Rank[ ]
-            | size[ \t] | bytes[ \t] | \(B\) | out-of-place | Out[ ]of[ ]bounds | Avg[ ]bus[ ]bandwidth
-            | GPU[ ]memory[ ]usage | error: | Writing[ ]JSON | skipping[ ]json | Blocking[ ]Enabled
-            | Per-Iteration[ ]Report | Parallel[ ]Init | Swap[ ]Comms | Reducing[ ]maxBytes
-            | NCCL[ ]Tests[ ]compiled | $)
-        | nThread[ ] | Out[ ]of[ ]bounds | Avg[ ]bus[ ]bandwidth | out-of-place | \(B\) | Using[ ]devices
-        | (?:size|bytes)[ \t]+(?:count|N)[ \t] | Blocking[ ]Enabled | Parallel[ ]Init | Swap[ ]Comms
+        \#[ \t]*(?:nccl-tests[ \t]+version | Collective[ \t]+test | nThread[ \t]+ | Using[ \t]+devices | Rank[ \t]+
+            | size[ \t] | bytes[ \t] | \(B\) | out-of-place | Out[ \t]+of[ \t]+bounds | Avg[ \t]+bus[ \t]+bandwidth
+            | GPU[ \t]+memory[ \t]+usage | error: | Writing[ \t]+JSON | skipping[ \t]+json | Blocking[ \t]+Enabled
+            | Per-Iteration[ \t]+Report | Parallel[ \t]+Init | Swap[ \t]+Comms | Reducing[ \t]+maxBytes
+            | NCCL[ \t]+Tests[ \t]+compiled | $)
+        | nThread[ \t]+ | Out[ \t]+of[ \t]+bounds | Avg[ \t]+bus[ \t]+bandwidth | out-of-place | \(B\)
+        | Using[ \t]+devices
+        | (?:size|bytes)[ \t]+(?:count|N)[ \t] | Blocking[ \t]+Enabled | Parallel[ \t]+Init | Swap[ \t]+Comms
     )""",
     re.X,
 )
+# a device line with the next rank's device line glued on (a paste, an MPI gather)
+_GLUED_DEVICE = re.compile(r"(?<=\S)#[ \t]+Rank[ \t]+\d+[ \t]+(?:Group|Pid|on|uses)[ \t]")
 # A result row starts with two integers (size, count) and the type name.
 _ROW_START = re.compile(r"[ \t]*[-+]?\d+[ \t]+[-+]?\d+[ \t]+[A-Za-z_]")
 # Test CUDA/NCCL failure, the ` .. host pid N: Test failure` unwinding lines, Test timeout, and
@@ -421,6 +424,10 @@ class NcclTestsReader:
             if _ROW_START.match(text) and self._row(lineno, text):
                 return True
             if _INFO_START.match(text):
+                glued = _GLUED_DEVICE.search(text, 1)
+                if glued:  # the next rank's device line, glued on by the paste or an MPI gather
+                    first = self._info(lineno, text[: glued.start()])
+                    return self._info(lineno, text[glued.start() :]) or first
                 return self._info(lineno, text)
             if ("failure" in text or "timeout" in text) and _FAILURE.search(text):
                 return self._failure(lineno, text)
@@ -715,8 +722,12 @@ def _finished(table: _Table) -> BenchmarkRun:
     per_process = run.nthreads * run.ngpus if run.nthreads is not None and run.ngpus is not None else 0
     if run.nranks is None:
         if run.devices:
-            # every rank has a device line; fewer than one process's ranks means a cut list
-            run.nranks = max(len(run.devices), per_process)
+            # every rank has a device line; fewer than one process's ranks, or a rank number beyond the
+            # lines, means a cut list
+            highest = max(d.rank for d in run.devices) + 1
+            run.nranks = max(len(run.devices), per_process, highest)
+            if highest > len(run.devices) and highest > per_process:
+                run.inferred["nranks"] = f"the device lines name rank {highest - 1}; some ranks' lines are missing"
         elif per_process:
             # nThread and nGpus count one process's ranks: an MPI run has more (its device lines say)
             run.nranks = per_process

@@ -184,7 +184,8 @@ def _unjudged_finding(ctx: Context, items: list[tuple[BandwidthJudgement, Benchm
         f"Peak busbw of {len(items)} run(s) could not be compared with an expectation ({runs}{more}); "
         f"it would need {'; '.join(needs) or 'a reference figure for this hardware'}"
     )
-    evidence = [e for _, run in items for e in run_evidence(run)]
+    # the row whose busbw could not be judged, then the run's header
+    evidence = [e for _, run in items for e in row_evidence(run, largest_rows(run)) + run_evidence(run)]
     return make_finding(
         "BW001",
         "info",

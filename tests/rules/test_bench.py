@@ -257,3 +257,15 @@ def test_a_gloo_run_directory_says_why_it_has_no_nccl_log(tmp_path):
     messages = [f.message for f in analysis_of(tmp_path).findings if f.code == "EVD001"]
     assert len(messages) == 2
     assert all("gloo between CPU processes" in m for m in messages)
+
+
+def test_a_lost_device_line_does_not_make_a_second_host(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from conftest import REPO
+
+    lines = (REPO / "fixtures/bench/moderate_allreduce_8xh100.txt").read_text(encoding="utf-8").splitlines()
+    lost = [line for line in lines if "Rank  0 Group" not in line]
+    assert len(lost) == len(lines) - 1
+    target = tmp_path / "lost.txt"
+    target.write_text("\n".join(lost) + "\n", encoding="utf-8")
+    finding = only("BW001", target)
+    assert finding.message.startswith("all_reduce on 8x H100-SXM, 1 host:")
