@@ -15,6 +15,7 @@ from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrat
     run,
     run_framework,
     run_init,
+    run_warnings,
     topo,
     topo_log,
     version,

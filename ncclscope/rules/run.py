@@ -1,18 +1,16 @@
 """Rules of the RUN family about the errors NCCL reports at run time: RUN002 (two ranks on one GPU),
-RUN003 (/dev/shm exhausted), RUN004 (CUDA errors) and RUN005 (every other WARN, and the NCCL errors a
-framework raised), each with the `file:line -> N` chain that follows it decoded."""
+RUN003 (/dev/shm exhausted) and RUN004 (CUDA errors), each with the `file:line -> N` chain that follows
+it decoded; and what they share with RUN005 (rules/run_warnings.py): which rule reports which WARN."""
 
 from __future__ import annotations
 
 import bisect
 from collections import defaultdict
 from collections.abc import Iterable
-from itertools import groupby
 
-from ncclscope.model import CudaError, ErrorTrace, Evidence, Finding, FrameworkEvent, NcclMessage, SocketFailure
+from ncclscope.model import CudaError, ErrorTrace, Evidence, Finding, NcclMessage
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.error_strings import cuda_error as decode_cuda
-from ncclscope.rules.error_strings import nccl_result
 from ncclscope.rules.net_errors import connection_kind
 from ncclscope.rules.registry import make_finding, rule
 from ncclscope.rules.version import host_list
@@ -44,7 +42,7 @@ def covered_lines(ctx: Context) -> dict[tuple[str, int], str]:
     return out
 
 
-def _warns(ctx: Context, code: str | None, covered: dict[tuple[str, int], str] | None = None) -> list[NcclMessage]:
+def warns_of(ctx: Context, code: str | None, covered: dict[tuple[str, int], str] | None = None) -> list[NcclMessage]:
     """WARN (and ABORT) lines reported by `code` (None: by nobody else), one per input line."""
     covered = covered_lines(ctx) if covered is None else covered
     seen: set[tuple[str, int]] = set()
@@ -109,7 +107,7 @@ def describe_chain(t: ErrorTrace) -> str:
     return text
 
 
-def _chain_summary(chains: list[ErrorTrace]) -> str:
+def chain_summary(chains: list[ErrorTrace]) -> str:
     if not chains:
         return ""
     first = describe_chain(chains[0])
@@ -118,16 +116,16 @@ def _chain_summary(chains: list[ErrorTrace]) -> str:
     return f"; propagated as {first}{more}"
 
 
-def _hosts_text(msgs: Iterable[NcclMessage | CudaError]) -> str:
+def hosts_text(msgs: Iterable[NcclMessage | CudaError]) -> str:
     hosts = sorted({m.host for m in msgs if m.host})
     return host_list(hosts) if hosts else "an unknown host"
 
 
-def _lines(n: int) -> str:
+def lines_text(n: int) -> str:
     return f"{n} line{'s' if n != 1 else ''}"
 
 
-def _evidence_with_chains(msgs: list[NcclMessage] | list[CudaError], chains: list[ErrorTrace]) -> list[Evidence]:
+def evidence_with_chains(msgs: list[NcclMessage] | list[CudaError], chains: list[ErrorTrace]) -> list[Evidence]:
     items = [m.evidence for m in msgs]
     if chains:
         items.extend(chains[0].evidence[:2])
@@ -150,7 +148,7 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
     Sources: NCCL src/init.cc (`Duplicate GPU detected`; `Multiple Ranks are using the same
     GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1`)
     """
-    warns = _warns(ctx, "RUN002")
+    warns = warns_of(ctx, "RUN002")
     chains = Chains(ctx)
     by_host: dict[str | None, list[NcclMessage]] = defaultdict(list)
     for w in warns:
@@ -174,8 +172,8 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
             "RUN002",
             "error",
             f"Several ranks use one GPU on {host or 'an unknown host'}: {'; '.join(sorted(set(pairs)))}"
-            f"{_chain_summary(traces)}",
-            evidence=_evidence_with_chains(msgs, traces),
+            f"{chain_summary(traces)}",
+            evidence=evidence_with_chains(msgs, traces),
             evidence_count=len(msgs),
             hosts=[host] if host else [],
             ranks=sorted(ranks),
@@ -210,7 +208,7 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
     Sources: NCCL docs troubleshooting/runtime_and_mpi_issues.rst (/dev/shm in containers); NCCL
     src/misc/shmutils.cc (the WARN texts)
     """
-    warns = _warns(ctx, "RUN003")
+    warns = warns_of(ctx, "RUN003")
     if not warns:
         return
     chains = Chains(ctx)
@@ -224,9 +222,9 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
     yield make_finding(
         "RUN003",
         "error",
-        f"NCCL ran out of /dev/shm on {_hosts_text(warns)} ({_lines(len(warns))}): could not extend {text}"
-        f"{_chain_summary(traces)}",
-        evidence=_evidence_with_chains(warns, traces),
+        f"NCCL ran out of /dev/shm on {hosts_text(warns)} ({lines_text(len(warns))}): could not extend {text}"
+        f"{chain_summary(traces)}",
+        evidence=evidence_with_chains(warns, traces),
         evidence_count=len(warns),
         hosts=sorted({w.host for w in warns if w.host}),
     )
@@ -263,17 +261,17 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
         gpus = sorted({e.cuda_dev for e in items if e.cuda_dev is not None})
         gpu_text = f", GPU {', '.join(map(str, gpus))}" if gpus else ""
         code = f" (code {first.code})" if first.code is not None else ""
-        message = f"CUDA error {first.text or 'not printed'}{code} in NCCL on {_hosts_text(items)}{gpu_text}"
-        message += f" ({_lines(len(items))})"
+        message = f"CUDA error {first.text or 'not printed'}{code} in NCCL on {hosts_text(items)}{gpu_text}"
+        message += f" ({lines_text(len(items))})"
         if known:
             message += f": {known.meaning}"
-        message += _chain_summary(traces)
+        message += chain_summary(traces)
         extra = {"fix": known.fix} if known and known.fix else {}
         yield make_finding(
             "RUN004",
             "error",
             message,
-            evidence=_evidence_with_chains(items, traces),
+            evidence=evidence_with_chains(items, traces),
             evidence_count=len(items),
             hosts=sorted({e.host for e in items if e.host}),
             **extra,
@@ -289,151 +287,3 @@ def _once(facts: list[CudaError]) -> list[CudaError]:
             seen.add(key)
             out.append(fact)
     return out
-
-
-# ---------------------------------------------------------------------------------------- RUN005
-MEMLOCK = (
-    "RDMA resources could not be allocated: usually the locked-memory limit; set `ulimit -l unlimited`"
-    " (docker `--ulimit memlock=-1`)"
-)
-# What is known about the WARNs no more specific rule reports, by the verbs call that failed ...
-CALL_HINTS = {
-    "ibv_create_qp": MEMLOCK,
-    "ibv_reg_mr": MEMLOCK,
-    "ibv_reg_mr_iova2": MEMLOCK,
-    "ibv_create_cq": MEMLOCK,
-    "ibv_reg_dmabuf_mr": MEMLOCK,
-    "ibv_modify_qp": "RoCE GID selection: since NCCL 2.21 leave NCCL_IB_GID_INDEX unset; set NCCL_IB_TC if the"
-    " vendor requires it",
-}
-# ... and by the kind of message (NcclMessage.kind)
-KIND_HINTS = {
-    "ib_async_event": "the NIC reported a port or hardware event: check `ibstat`, the link state and `dmesg`",
-    "ib_incompatible_devices": "NICs of different link layers (IB and RoCE) were paired: select NICs of one type"
-    " with NCCL_IB_HCA",
-    "shm_unlink_failed": "systemd removed NCCL's shared memory: set RemoveIPC=no in /etc/systemd/logind.conf",
-    "message_truncated": "ranks disagree on sizes: NCCL settings that differ between ranks (ENV002), or an"
-    " application desync",
-    "ib_size_mismatch": "ranks called collectives of different sizes: an application desync"
-    " (TORCH_NCCL_DESYNC_DEBUG, Flight Recorder)",
-    "comm_aborted": "an earlier error aborted the communicator: look at the first WARN",
-    "proxy_failure": "NCCL's proxy thread failed an operation; it follows a failure of this host or its peer"
-    " (a connection error, a peer that died): look at the first error before it",
-    "alloc_failed": "GPU memory ran out while NCCL allocated its buffers",
-    "nvml_failure": "NVML could not answer (integrated GPUs, containers without NVML): NCCL goes on, maybe slower",
-    "shared_mem_limit": "NCCL's kernels need more shared memory than this GPU gives: an NCCL build that predates"
-    " the GPU; upgrade NCCL",
-}
-BAD_ADDRESS = (
-    "NCCL had no address to connect to: NCCL_SOCKET_IFNAME names an interface this host lacks (or one without"
-    " an address), so the address it exchanged was empty"
-)
-
-
-def _shape(message: str) -> str:
-    """Group key: numbers, hex and addresses normalised so that repeats of one message group."""
-    words = []
-    for word in message.split():
-        if word.startswith("0x"):
-            words.append("0x?")
-            continue
-        # each run of digits becomes one N
-        words.append("".join("N" if digit else "".join(run) for digit, run in groupby(word, key=str.isdigit)))
-    return " ".join(words)
-
-
-def _hint(w: NcclMessage, failures: dict[tuple[str, int], SocketFailure]) -> str:
-    call = w.fields.get("call_name")
-    if call and call in CALL_HINTS:
-        return CALL_HINTS[str(call)]
-    failure = failures.get((w.evidence.source, w.evidence.line))
-    if failure is not None and failure.problem == "bad_address_family":
-        return BAD_ADDRESS
-    return KIND_HINTS.get(w.kind, "")
-
-
-@rule("RUN005", "nccl-warning", severity="warning", needs=["nccl_errors"])
-def nccl_warning(ctx: Context) -> Iterable[Finding]:
-    """Any NCCL WARN that no more specific rule reports, grouped by message (numbers, addresses and
-    pointers normalised), with the `file:line -> N` chain that follows it decoded to the result name
-    (0 Success, 1 UnhandledCudaError, 2 SystemError, 3 InternalError, 4 InvalidArgument, 5
-    InvalidUsage, 6 RemoteError, 7 InProgress, 8 Timeout).
-
-    The WARNs of IB completion errors (NET005), connection failures (NET006), RDMA or plugin
-    unavailability (NET002), duplicate GPUs (RUN002), /dev/shm (RUN003), CUDA failures (RUN004),
-    P2P disabled on NVLink (TOPO005) and version mismatches (VER001) are left to those rules
-    (COVERED_ELSEWHERE in this module).
-
-    Why: NCCL prints WARN only when something failed or is about to; the chain after it shows the
-    code path and the ncclResult_t the application received.
-
-    Fix: Read the message and the chain; the finding adds what is known about the message.
-
-    Sources: NCCL src/include/debug.h and src/nccl.h.in (WARN lines, result codes, `-> N` chains);
-    NCCL docs troubleshooting/networking_troubleshooting.rst (ibv calls and memlock, ibv_modify_qp and
-    the RoCE GID), runtime_and_mpi_issues.rst (RemoveIPC); NCCL src/transport/net_ib.cc (incompatible
-    devices); sjeaugey in NVIDIA/nccl#1328 (Message truncated)
-    """
-    covered = covered_lines(ctx)
-    warns = _warns(ctx, None, covered)
-    failures = {(f.evidence.source, f.evidence.line): f for f in ctx.case.socket_failures}
-    chains = Chains(ctx)
-    groups: dict[str, list[NcclMessage]] = defaultdict(list)
-    for w in warns:
-        groups[_shape(w.message)].append(w)
-    for _, msgs in sorted(groups.items(), key=lambda kv: (kv[1][0].evidence.source, kv[1][0].evidence.line)):
-        first = msgs[0]
-        traces = [t for t in (chains.after(w) for w in msgs) if t]
-        where = f"{first.file}:{first.file_line}" if first.file and first.file_line else (first.file or "")
-        text = first.message if len(first.message) <= 200 else first.message[:197] + "..."
-        message = f"NCCL WARN `{text}`{f' ({where})' if where else ''} on {_hosts_text(msgs)}, {_lines(len(msgs))}"
-        message += _chain_summary(traces)
-        hint = _hint(first, failures)
-        if hint:
-            message += f"; {hint}"
-        yield make_finding(
-            "RUN005",
-            "warning",
-            message,
-            evidence=_evidence_with_chains(msgs, traces),
-            evidence_count=len(msgs),
-            hosts=sorted({w.host for w in msgs if w.host}),
-        )
-    yield from _framework_errors(ctx, covered)
-
-
-def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iterable[Finding]:
-    """NCCL errors a framework raised (PyTorch's `NCCL error in: ...`), with NCCL's last error."""
-    errors = [e for e in ctx.case.framework if e.kind in ("nccl_error", "nccl_result")]
-    if not errors:
-        return
-    last: list[FrameworkEvent] = [e for e in ctx.case.framework if e.kind == "last_error" and e.text]
-    results = sorted({m.label for m in (nccl_result(e.text) for e in errors) if m})
-    names = sorted({e.text for e in errors if e.kind == "nccl_result"})
-    ranks = sorted({e.rank for e in errors if e.rank is not None})
-    versions = sorted({e.nccl_version for e in errors if e.nccl_version})
-    first = next((e for e in errors if e.kind == "nccl_error"), errors[0])
-    text = first.text if len(first.text) <= 160 else first.text[:157] + "..."
-    message = f"The framework raised NCCL errors ({_lines(len(errors))}"
-    message += f", ranks {', '.join(map(str, ranks))})" if ranks else ")"
-    message += f": `{text}`"
-    if results:
-        message += f" = {', '.join(results)}"
-    elif names:
-        message += f" ({', '.join(names)})"
-    if versions:
-        message += f", NCCL {', '.join(versions)}"
-    if last:
-        quoted = last[0].text if len(last[0].text) <= 160 else last[0].text[:157] + "..."
-        message += f"; NCCL's last error: `{quoted}`"
-    nccl_warns = {k: c for k, c in covered.items() if c}
-    if nccl_warns:
-        message += f"; see the findings of {', '.join(sorted(set(nccl_warns.values())))} for NCCL's own lines"
-    yield make_finding(
-        "RUN005",
-        "warning",
-        message,
-        evidence=shown([e.evidence for e in errors] + [e.evidence for e in last]),
-        evidence_count=len(errors) + len(last),
-        ranks=ranks,
-    )
