@@ -207,7 +207,10 @@ def iter_blocks(
                 first = False
                 if b"\x00" in chunk[:SNIFF_BYTES]:
                     stats.binary = True
-                    stats.problems.append("binary data (NUL bytes), not a text log; skipped")
+                    if chunk[:2] in (b"\xff\xfe", b"\xfe\xff"):  # Windows PowerShell writes `>` files so
+                        stats.problems.append("UTF-16 text; convert it first: iconv -f UTF-16 -t UTF-8 FILE")
+                    else:
+                        stats.problems.append("binary data (NUL bytes), not a text log; skipped")
                     return
             stats.bytes += len(chunk)
             if progress is not None:

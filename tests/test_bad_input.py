@@ -49,6 +49,14 @@ def test_binary_garbage_is_skipped_with_a_message(tmp_path: Path) -> None:
     assert "binary" in err
 
 
+def test_a_utf16_file_is_refused_with_how_to_convert_it(tmp_path: Path) -> None:
+    windows = tmp_path / "powershell.log"  # what `> file` writes in Windows PowerShell
+    windows.write_bytes(GOOD.encode("utf-16"))
+    proc = run_cli("parse", str(windows), str(write_good(tmp_path)))
+    err = assert_clean_failure(proc, "powershell.log")
+    assert "UTF-16 text; convert it first: iconv -f UTF-16 -t UTF-8" in err
+
+
 def test_invalid_utf8_is_decoded_with_replacement_and_counted(tmp_path: Path) -> None:
     bad = tmp_path / "latin1.log"
     bad.write_bytes(GOOD.encode() + b"caf\xe9 \xff\xfe not utf-8\n")
