@@ -180,7 +180,13 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
 def _add_events(b: _Builder, parsed: ParsedInput) -> None:
     path = parsed.source.path
     by_process: dict[tuple[str | None, int | None], list[Event]] = defaultdict(list)
+    hosts_of_pid: dict[int, set[str]] = defaultdict(set)
     for event in parsed.log.events:
+        if event.host and event.pid is not None:
+            hosts_of_pid[event.pid].add(event.host)
+    for event in parsed.log.events:
+        if not event.host and event.pid is not None and len(hosts_of_pid.get(event.pid, ())) == 1:
+            event.repair_host(next(iter(hosts_of_pid[event.pid])))  # a record that lost its host name
         by_process[(event.host, event.pid)].append(event)
     for (host, pid), events in by_process.items():
         events.sort(key=lambda e: e.line)

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]{0,32}[A-Za-z]|\x1b\][^\x07]{0,512}\x07")
 # what a terminal or a log collector appends to a line: tmux's copy-mode position "   [22/1819]",
 # Ray's log de-duplication tag " [repeated 15x across cluster]"
-TRAILER_RE = re.compile(r"(?:\[\d+/\d+\]|\[repeated \d+x across cluster\])[ \t]*$")
+TRAILER_RE = re.compile(r"(?:\[\d+/\d+\]|\[repeated \d+x across cluster\])(?:[ \t\x00]|\x1b\[[0-9;]*m)*$")
+# NUL bytes inside a text file: the hole a crash or a truncating copy leaves
+NUL_RE = re.compile(r"\x00+")
 # a file name that a markdown renderer turned into a link to itself: [net.cc:1137](http://net.cc:1137/)
 AUTOLINK_RE = re.compile(r"\[([^\[\]\s]{1,200})\]\(https?://\1/?\)")
 AUTOLINK_BYTES_RE = re.compile(AUTOLINK_RE.pattern.encode())
@@ -60,7 +62,7 @@ LAUNCHER_PREFIX_RE = re.compile(
 MARKER_RE = re.compile(r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b")
 RECORD_PREFIX_RE = re.compile(
     r"(?:\[(?!\d+\])[^\]\n]{1,64}\][ \t])?"
-    r"(?:[^\s:\[\]]{0,253}:\d{1,10}:\d{1,10}[ \t]+|[^\s:\[\]]{1,253}[ \t]+(?=\[\d+\][ \t]+NCCL ))?"
+    r"(?:[^\s:\[\]]{0,253}:\d{0,10}:\d{0,10}[ \t]+|[^\s:\[\]]{1,253}[ \t]+(?=\[\d+\][ \t]+NCCL ))?"
     r"(?:\[\d{1,6}\][ \t]+(?:[^\s\[\]][^\[\]\n]{0,400}?:\d+(?: \([^\n]{0,200}?\))?[ \t]+(?=NCCL (?:WARN|TRACE)))?)?"
     r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\Z"
 )
@@ -135,10 +137,12 @@ def clean(raw: str) -> CleanLine:
 
 
 def _removed_spans(text: str, end: int) -> list[tuple[int, int]]:
-    """Spans of `text[:end]` that are no part of the line: ANSI escapes, autolink wrappers."""
+    """Spans of `text[:end]` that are no part of the line: ANSI escapes, NUL bytes, autolink wrappers."""
     spans: list[tuple[int, int]] = []
     if "\x1b" in text:
         spans.extend(m.span() for m in ANSI_RE.finditer(text, 0, end))
+    if "\x00" in text:
+        spans.extend(m.span() for m in NUL_RE.finditer(text, 0, end))
     if "](http" in text:
         for m in AUTOLINK_RE.finditer(text, 0, end):
             spans.append((m.start(), m.start(1)))  # "["

@@ -300,3 +300,17 @@ def test_every_source_shown_to_users_is_public() -> None:
     shown += _strings(json.loads(data.read_text()))
     leaks = [s for s in shown if any(ref in s.lower() for ref in INTERNAL_REFERENCES)]
     assert not leaks
+
+
+def test_a_record_that_lost_its_host_name_is_put_on_its_process_host(tmp_path: Path) -> None:
+    from ncclscope.reading import read_case
+
+    log = tmp_path / "damaged.log"
+    log.write_text(
+        "gpu-a1:4412:4412 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+        ":4412:4412 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n",
+        encoding="utf-8",
+    )
+    case = read_case([str(log)], jobs=1).case
+    assert [h.name for h in case.hosts] == ["gpu-a1"]
+    assert [(p.host, p.pid) for p in case.processes] == [("gpu-a1", 4412)]

@@ -236,3 +236,20 @@ def test_a_colour_code_inside_a_connection_rank_is_dropped_from_its_value() -> N
     result, _ = parse("".join(lines))
     assert result.recognized == 42
     assert result.families["connection"] == 42
+
+
+def test_a_ray_tag_before_a_colour_reset_is_still_a_trailer() -> None:
+    event = only_event("h:1:2 [0] NCCL INFO Using network Socket [repeated 7x across cluster]\x1b[0m\n")
+    assert event.fields["network"] == "Socket"
+
+
+def test_nul_bytes_inside_a_line_are_no_part_of_it() -> None:
+    event = only_event("h:1:2 [0] NCCL INFO Using network IB\x00\x00\n")
+    assert event.fields["network"] == "IB"
+
+
+def test_an_empty_pid_or_tid_keeps_the_host() -> None:
+    event = only_event("gpu-a1::5120 [5] NCCL INFO Using network IB\n")
+    assert (event.host, event.pid, event.tid) == ("gpu-a1", None, 5120)
+    event = only_event("gpu-a1:4412: [5] NCCL INFO Using network IB\n")
+    assert (event.host, event.pid, event.tid) == ("gpu-a1", 4412, None)

@@ -992,3 +992,24 @@ def test_a_cut_device_list_still_counts_the_ranks_its_numbers_name() -> None:
     lines = [DEVICE.format(r=r) for r in range(1, 4)]  # rank 0's line is lost
     run = _run_of(HEADER + "# Using devices\n" + "\n".join(lines) + "\n")
     assert run.nranks == 4 and "rank 3" in run.inferred["nranks"]
+
+
+def test_nccl_tests_own_comment_naming_the_binary_is_no_command_line_even_when_damaged() -> None:
+    text = HEADER + "# Using devices\n" + DEVICE.format(r=0) + "\n"
+    text += (
+        "# Collective \ufffd\ufffdtest concluded: all_reduce_perf\n#\n .. gpu-x pid 3000: Test failure common.cu:1189\n"
+    )
+    reader = NcclTestsReader("paste")
+    for number, line in enumerate(text.splitlines(), start=1):
+        reader.feed(number, line)
+    (run,) = reader.finish()
+    assert [f.evidence.line for f in run.failures] == [6]
+
+
+def test_a_command_line_whose_test_failed_at_once_is_a_run() -> None:
+    reader = NcclTestsReader("paste")
+    lines = ["$ ./build/all_reduce_perf -g 8", "box: Test CUDA failure common.cu:892 'out of memory'"]
+    for number, line in enumerate(lines, start=1):
+        reader.feed(number, line)
+    (run,) = reader.finish()
+    assert run.collective == "all_reduce" and len(run.failures) == 1

@@ -157,6 +157,10 @@ class Event:
     def host(self) -> str | None:
         return self._host_pid()[0]
 
+    def repair_host(self, host: str) -> None:
+        """The host name this record lost, known from the other records of its process (same pid)."""
+        self._origin = (host, self._host_pid()[1])
+
     @property
     def pid(self) -> int | None:
         return self._host_pid()[1]
@@ -280,9 +284,9 @@ def _spans_of(value: Any) -> list[Span]:
 
 
 def span_text(chunk: bytes) -> str:
-    """A field's text; a terminal's colour codes inside the field (the span maps around them) go."""
+    """A field's text; a terminal's colour codes or NUL bytes inside the field (the span maps around them) go."""
     text = chunk.decode("utf-8", "replace")
-    return clean(text).text if "\x1b" in text else text
+    return clean(text).text if "\x1b" in text or "\x00" in text else text
 
 
 def _int_or(text: str, default: int) -> int:

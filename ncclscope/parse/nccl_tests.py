@@ -441,7 +441,11 @@ class NcclTestsReader:
         """Called once at the end of the source; every run found, in order."""
         self._open.clear()
         # a command line followed by no output of the test is not a run (the log of a job it started, say)
-        runs = [_finished(table) for table in self._tables if not (table.invocation and table.section < 0)]
+        runs = [
+            _finished(table)
+            for table in self._tables
+            if not (table.invocation and table.section < 0 and not table.run.failures)
+        ]
         self._tables = []
         return runs
 
