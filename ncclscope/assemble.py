@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ncclscope import __version__, facts
-from ncclscope.facts import message_text
+from ncclscope.facts import as_int, listed, message_text
 from ncclscope.model import (
     Case,
     CommRank,
@@ -107,24 +107,11 @@ NOTABLE_FAMILIES = frozenset(
 )
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return int(str(value).strip().rstrip("."))
-    except (TypeError, ValueError):
-        return None
-
-
 def _float(value: Any) -> float | None:
     try:
         return float(str(value))
     except (TypeError, ValueError):
         return None
-
-
-def _listed(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return value if isinstance(value, list) else [value]
 
 
 @dataclass
@@ -247,7 +234,7 @@ def _message(event: Event, f: dict[str, Any], path: str) -> NcclMessage:
         if head and tail.endswith(")"):
             func, loc = tail[:-1], head
         file, _, line_text = loc.rpartition(":")
-        line = _int(line_text)
+        line = as_int(line_text)
         if " " in file and file.split()[0].replace(".", "").isdigit():  # TRACE: "ms func"
             file = file.split(None, 1)[1]
     flat = {k: v for k, v in f.items() if isinstance(v, (str, bool))}
@@ -313,13 +300,13 @@ def _on_version(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
 
 def _on_driver(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
-    s.process.cuda_driver_version = _int(f.get("driver_version"))
+    s.process.cuda_driver_version = as_int(f.get("driver_version"))
     s.process.evidence["cuda_driver_version"] = _evidence(path, e)
 
 
 def _on_bootstrap(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
-    first = _listed(f.get("bootstrap_if"))
+    first = listed(f.get("bootstrap_if"))
     name = first[0].get("interface") if first else f.get("interface")
     if name:
         s.process.bootstrap_interface = str(name)
@@ -364,8 +351,8 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     devices = f.get("ib_devices")
     if isinstance(devices, dict):
-        for dev in _listed(devices.get("ib_device")):
-            members = _listed(dev.get("ib_member"))
+        for dev in listed(devices.get("ib_device")):
+            members = listed(dev.get("ib_member"))
             if members:
                 names = [str(m.get("device_name")) for m in members]
                 _device(
@@ -373,10 +360,10 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
                     e,
                     path,
                     "IB",
-                    _int(dev.get("index")),
+                    as_int(dev.get("index")),
                     "+".join(names),
                     members=names,
-                    port=_int(members[0].get("port")),
+                    port=as_int(members[0].get("port")),
                     link_layer=str(members[0].get("link_layer")),
                 )
             else:
@@ -385,12 +372,12 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
                     e,
                     path,
                     "IB",
-                    _int(dev.get("index")),
+                    as_int(dev.get("index")),
                     str(dev.get("device_name")),
-                    port=_int(dev.get("port")),
+                    port=as_int(dev.get("port")),
                     link_layer=str(dev.get("link_layer")),
-                    rail=_int(dev.get("rail")),
-                    plane=_int(dev.get("plane")),
+                    rail=as_int(dev.get("rail")),
+                    plane=as_int(dev.get("plane")),
                 )
         return
     if "gdr" in f:
@@ -417,9 +404,15 @@ def _on_net_socket(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     devices = f.get("socket_devices")
     if isinstance(devices, dict):
-        for dev in _listed(devices.get("socket_if")):
+        for dev in listed(devices.get("socket_if")):
             _device(
-                b, e, path, "Socket", _int(dev.get("index")), str(dev.get("interface")), address=str(dev.get("address"))
+                b,
+                e,
+                path,
+                "Socket",
+                as_int(dev.get("index")),
+                str(dev.get("interface")),
+                address=str(dev.get("address")),
             )
     elif devices is True:
         return
@@ -484,10 +477,10 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         comm = Communicator(id=key, comm_id=comm_id, evidence=_evidence(path, e))
         b.comms[key] = comm
     comm.api = comm.api or (str(f["api"]) if "api" in f else None)
-    comm.nranks = _int(f.get("nranks"))
+    comm.nranks = as_int(f.get("nranks"))
     b.comm_by_pointer[_comm_key(e, pointer)] = comm
     s.comm = comm
-    rank = _int(f.get("rank"))
+    rank = as_int(f.get("rank"))
     member_key = (comm.id, rank, e.host, e.pid)
     member = b.members.get(member_key)
     if member is None:
@@ -495,8 +488,8 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
             rank=rank if rank is not None else -1,
             host=e.host,
             pid=e.pid,
-            cuda_dev=_int(f.get("cuda_dev")),
-            nvml_dev=_int(f.get("nvml_dev")),
+            cuda_dev=as_int(f.get("cuda_dev")),
+            nvml_dev=as_int(f.get("nvml_dev")),
             bus_id=str(f["bus_id"]) if "bus_id" in f else None,
             evidence=_evidence(path, e),
         )
@@ -515,24 +508,24 @@ def _on_comm_summary(b: _Builder, s: _ProcessState, e: Event, path: str) -> None
     f = e.fields
     comm = b.comm_by_pointer.get(_comm_key(e, str(f.get("comm", "")))) or s.comm
     if comm is not None:
-        comm.nnodes = _int(f.get("nnodes"))
-        comm.nranks = comm.nranks or _int(f.get("nranks"))
+        comm.nnodes = as_int(f.get("nnodes"))
+        comm.nranks = comm.nranks or as_int(f.get("nranks"))
 
 
 def _on_channel_counts(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     if s.comm is not None:
-        s.comm.channels = _int(f.get("coll_channels"))
-        s.comm.nvls_channels = _int(f.get("nvls_channels"))
-        s.comm.p2p_channels = _int(f.get("p2p_channels"))
+        s.comm.channels = as_int(f.get("coll_channels"))
+        s.comm.nvls_channels = as_int(f.get("nvls_channels"))
+        s.comm.p2p_channels = as_int(f.get("p2p_channels"))
 
 
 def _on_ring_order(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     if s.comm is None:
         return
-    channel = _int(f.get("channel"))
-    ranks = [_int(r) for r in _listed(f.get("ring_rank"))]
+    channel = as_int(f.get("channel"))
+    ranks = [as_int(r) for r in listed(f.get("ring_rank"))]
     if channel is not None:
         s.comm.rings[channel] = [r for r in ranks if r is not None]
     if "ellipsis" in f or e.elided:
@@ -553,7 +546,7 @@ def _on_trees(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
 
 def _on_init_timings(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
-    rank = _int(f.get("rank"))
+    rank = as_int(f.get("rank"))
     if s.comm is not None and rank is not None:
         seconds = _float(f.get("total"))
         if seconds is not None:
@@ -566,14 +559,14 @@ def _on_pattern(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         GraphSearch(
             host=e.host,
             pid=e.pid,
-            pattern=_int(f.get("pattern_id")) or 0,
-            cross_nic=_int(f.get("cross_nic")) or 0,
-            nchannels=_int(f.get("nchannels")) or 0,
+            pattern=as_int(f.get("pattern_id")) or 0,
+            cross_nic=as_int(f.get("cross_nic")) or 0,
+            nchannels=as_int(f.get("nchannels")) or 0,
             bw_intra=_float(f.get("bw_intra")) or 0.0,
             bw_inter=_float(f.get("bw_inter")) or 0.0,
             type_intra=str(f.get("type_intra", "")) or None,
             type_inter=str(f.get("type_inter", "")) or None,
-            same_channels=_int(f.get("same_channels")) or 0,
+            same_channels=as_int(f.get("same_channels")) or 0,
             evidence=_evidence(path, e),
         )
     )
@@ -582,7 +575,7 @@ def _on_pattern(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
 def _on_system_header(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     values = {}
-    for item in _listed(f.get("system_bw")):
+    for item in listed(f.get("system_bw")):
         parts = str(item.get("system_bw_key", "")), _float(item.get("number"))
         values[parts[0]] = parts[1]
     s.topology = SystemTopology(
@@ -608,7 +601,7 @@ def _on_system_footer(b: _Builder, s: _ProcessState, e: Event, path: str) -> Non
 
 def _on_tuning_choice(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
-    size = _int(f.get("size"))
+    size = as_int(f.get("size"))
     if size is None:
         return
     choice = TuningChoice(
@@ -632,7 +625,7 @@ def _on_tuning_choice(b: _Builder, s: _ProcessState, e: Event, path: str) -> Non
 
 def _on_error_trace(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
-    result = _int(f.get("result"))
+    result = as_int(f.get("result"))
     if result is None:
         return
     frame = str(f.get("source_location", ""))

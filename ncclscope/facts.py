@@ -29,14 +29,16 @@ from ncclscope.parse.nccl_log import Event
 FACTS_LIMIT = 5000  # facts kept per kind; the rest are counted in Case.facts_capped
 
 
-def _int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
+    """A decoded field as a number; NCCL ends some numbers with a period ("set by environment to 22.")."""
     try:
-        return int(str(value).strip())
+        return int(str(value).strip().rstrip("."))
     except (TypeError, ValueError):
         return None
 
 
-def _listed(value: Any) -> list[Any]:
+def listed(value: Any) -> list[Any]:
+    """A field that repeats (a list of matches) or not, as a list."""
     if value is None:
         return []
     return value if isinstance(value, list) else [value]
@@ -90,12 +92,12 @@ def _interfaces(e: Event, path: str) -> Iterator[tuple[str, Any]]:
     f = e.fields
     ev = _evidence(e, path)
     if e.family == "bootstrap":
-        entries = _listed(f.get("bootstrap_if")) or [f]
+        entries = listed(f.get("bootstrap_if")) or [f]
         for entry in entries:
             name = entry.get("interface") if isinstance(entry, dict) else None
             if name:
                 address = without_port(entry.get("address"))
-                index = _int(entry.get("index"))
+                index = as_int(entry.get("index"))
                 yield (
                     "interfaces",
                     InterfaceUse(
@@ -116,14 +118,14 @@ def _interfaces(e: Event, path: str) -> Iterator[tuple[str, Any]]:
                 ),
             )
     elif e.family == "net_socket" and isinstance(f.get("socket_devices"), dict):
-        for entry in _listed(f["socket_devices"].get("socket_if")):
+        for entry in listed(f["socket_devices"].get("socket_if")):
             yield (
                 "interfaces",
                 InterfaceUse(
                     role="socket",
                     name=str(entry.get("interface")),
                     address=without_port(entry.get("address")),
-                    index=_int(entry.get("index")),
+                    index=as_int(entry.get("index")),
                     evidence=ev,
                     **_origin(e),
                 ),
@@ -134,7 +136,7 @@ def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
     f = e.fields
     ev = _evidence(e, path)
     if e.family == "connected":
-        flag = _int(f.get("gdr_flag"))
+        flag = as_int(f.get("gdr_flag"))
         if flag in (0, 1):
             yield "gdr", GdrReport(scope="rings", enabled=flag == 1, evidence=ev, **_origin(e))
         return
@@ -156,7 +158,7 @@ def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
                 scope="hca",
                 enabled=enabled,
                 network=network,
-                hca_index=_int(hca.get("hca")),
+                hca_index=as_int(hca.get("hca")),
                 hca_name=name,
                 gpu=hca.get("gpu"),
                 reason=str(hca["gdr_reason"]).strip("()") if hca.get("gdr_reason") else None,
@@ -172,11 +174,11 @@ def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
                 scope="pair",
                 enabled=enabled,
                 network=network,
-                hca_index=_int(pair.get("hca")),
+                hca_index=as_int(pair.get("hca")),
                 hca_name=pair.get("net_node"),
                 gpu=pair.get("gpu") or pair.get("gpu_node"),
-                distance=_int(pair.get("distance")),
-                limit=_int(pair.get("limit")),
+                distance=as_int(pair.get("distance")),
+                limit=as_int(pair.get("limit")),
                 evidence=ev,
                 **_origin(e),
             ),
@@ -193,10 +195,10 @@ def _completion(e: Event, path: str) -> Iterator[tuple[str, Any]]:
         IbCompletionError(
             peer=peer,
             peer_address=without_port(peer),
-            status=_int(find(error, "status")),
+            status=as_int(find(error, "status")),
             status_name=find(error, "status_name"),
-            opcode=_int(find(error, "opcode")),
-            vendor_err=_int(find(error, "vendor_err")),
+            opcode=as_int(find(error, "opcode")),
+            vendor_err=as_int(find(error, "vendor_err")),
             req_type=find(error, "req_type"),
             hca=find(error, "hca_name"),
             gin=e.family == "net_ib_gin",
@@ -276,12 +278,12 @@ def _p2p(e: Event, path: str) -> Iterator[tuple[str, Any]]:
     f = e.fields
     ev = _evidence(e, path)
     if e.family == "check_p2p_type":
-        for pair in _listed(f.get("key_value")):
+        for pair in listed(f.get("key_value")):
             if pair.get("key") == "intraNodeP2pSupport":
-                value = _int(pair.get("value"))
+                value = as_int(pair.get("value"))
                 yield "p2p", P2pReport(kind="intra_node_support", supported=bool(value), evidence=ev, **_origin(e))
     elif e.family == "p2p_not_enabled":
-        devices = [f"{d}(={b})" for d, b in zip(_listed(f.get("dev")), _listed(f.get("bus_id")), strict=False)]
+        devices = [f"{d}(={b})" for d, b in zip(listed(f.get("dev")), listed(f.get("bus_id")), strict=False)]
         yield "p2p", P2pReport(kind="not_enabled", supported=False, devices=devices, evidence=ev, **_origin(e))
     elif e.family == "p2p_indirect_note":
         devices = [str(f[k]) for k in ("gpu_a", "gpu_b") if f.get(k) is not None]
@@ -294,7 +296,7 @@ def _cuda(e: Event, path: str) -> Iterator[tuple[str, Any]]:
         "cuda_errors",
         CudaError(
             fatal=e.family == "cuda_failure",
-            code=_int(f.get("cuda_error")),
+            code=as_int(f.get("cuda_error")),
             text=str(f.get("quoted", "")).strip().strip("'"),
             location=e.location or f.get("source_location"),
             evidence=_evidence(e, path),
