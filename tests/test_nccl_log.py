@@ -253,3 +253,9 @@ def test_an_empty_pid_or_tid_keeps_the_host() -> None:
     assert (event.host, event.pid, event.tid) == ("gpu-a1", None, 5120)
     event = only_event("gpu-a1:4412: [5] NCCL INFO Using network IB\n")
     assert (event.host, event.pid, event.tid) == ("gpu-a1", 4412, None)
+
+
+def test_many_connection_lines_with_an_empty_host_are_read_together() -> None:
+    lines = "".join(f":1:2 [0] NCCL INFO Channel {c:02d}/0 : 0[0] -> 1[1] via P2P/IPC\n" for c in range(64))
+    result, _ = parse(lines)
+    assert result.recognized == 64 and result.families["connection"] == 64

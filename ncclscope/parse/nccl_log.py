@@ -659,6 +659,8 @@ class NcclLogParser:
 
         def column(span: Span) -> np.ndarray:
             a, b = span
+            if b <= a:  # an empty field (a host name the paste lost)
+                return np.full(len(lines), b"", dtype="S1")
             return np.ascontiguousarray(matrix[:, a:b]).view(f"S{b - a}").ravel()
 
         column.matrix = matrix  # type: ignore[attr-defined]
