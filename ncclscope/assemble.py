@@ -328,8 +328,10 @@ def _on_plugin(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
 
 
 def _on_network(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
-    f = e.fields
-    s.process.network = str(f.get("network", "")).strip()
+    name = str(e.fields.get("network", "")).strip()
+    if "\ufffd" in name:  # bytes that are not text: a damaged name is no network (an unknown one would read as RDMA)
+        return
+    s.process.network = name
     s.process.evidence["network"] = _evidence(path, e)
 
 

@@ -75,6 +75,11 @@ CUT_PREFIX_RE = re.compile(
     r"[^\s:\[\]]{0,253}:\d{1,10}:\d{1,10}[ \t]+\[\d{1,6}\][ \t]+NCCL"
     r"(?=[ \t]*$|[ \t]*[^\s:\[\]]{0,253}:\d{1,10}:\d{1,10}[ \t]+\[\d{1,6}\][ \t]+NCCL )"
 )
+# A launcher's tag that ends a record's text is the next record's ("...Using network Socket[trainer0|0]:host:..."
+# when two tagged lines were glued): it belongs to neither message
+GLUED_TAG_RE = re.compile(
+    r"(?:\[\d+,\d+\]<(?:stdout|stderr)>:|\[[A-Za-z][\w.\-]*(?:\|\d+)?\]:|\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) )+\Z"
+)
 # A record whose beginning was cut off inside the "NCCL" of its level marker: "CCL INFO Channel 08/0 : ..."
 CUT_MARKER_RE = re.compile(r"(?:N?C?CL|L)[ \t]+(INFO|WARN)[ \t]+(?=\S)")
 
@@ -188,6 +193,9 @@ def find_records(text: str, known_hosts: Container[str] = ()) -> list[tuple[int,
     spans = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(text)
+        if end < len(text):
+            tag = GLUED_TAG_RE.search(text, start, end)
+            end = tag.start() if tag else end
         # records glued on one line are separated by padding; it belongs to neither
         while end > start and text[end - 1] in " \t":
             end -= 1

@@ -96,6 +96,14 @@ def test_two_records_glued_on_one_line_are_both_read() -> None:
     assert {e.host for e in result.events} == {"node1", "node2"}
 
 
+def test_a_launcher_tag_between_glued_records_belongs_to_neither_message() -> None:
+    result, _ = parse(
+        "[worker0|0]:hostA:11:11 [0] NCCL INFO Using network Socket[worker1|1]:hostA:12:12 [1] NCCL INFO "
+        "Using network Socket"
+    )
+    assert [e.fields["network"] for e in result.events] == ["Socket", "Socket"]
+
+
 def test_lines_of_one_shape_each_get_their_own_values() -> None:
     lines = [
         f"node{h:02d}:{1000 + r}:{2000 + r} [{r}] NCCL INFO comm 0x55d5c8a3f1e{r} rank {r} nRanks 16 "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from pathlib import Path
 
 from ncclscope.engine import analyze
 from ncclscope.model import Finding
@@ -120,6 +121,14 @@ def test_net002_is_only_info_about_missing_ib_devices_and_ib_disable_on_a_single
         (finding,) = findings(path, "NET002")
         assert finding.severity == "info", path
         assert "harmless while the job stays on one host" in finding.message
+
+
+def test_a_network_name_with_undecodable_bytes_is_not_read_as_rdma(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = Path(SINGLE_HOST_SOCKET).read_bytes().replace(b"Using network Socket", b"Using network S\xff\xfeocket")
+    damaged = tmp_path / "damaged.log"
+    damaged.write_bytes(data)
+    codes = {f.code for f in analyze(read_case([str(damaged)], jobs=1).case).findings}
+    assert {"NET001", "NET002"} <= codes  # "NET/Socket : Using [0]enp5s0" still tells, with no RDMA device
 
 
 def test_net002_is_quiet_on_healthy_ib_jobs() -> None:
