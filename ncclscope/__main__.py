@@ -1,5 +1,5 @@
 """`python -m ncclscope` runs the command line."""
 
-from ncclscope.cli import main
+from ncclscope.entry import main
 
 main()
