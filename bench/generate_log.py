@@ -51,9 +51,11 @@ import datetime as _dt
 import random
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
+
+from log_style import TIMESTAMP_MARK, Style, choose_style
 
 MB = 1 << 20
 
@@ -68,7 +70,6 @@ N_CHANNELS = 32
 N_GRAPH_CHANNELS = 16  # graph search result, duplicated to N_CHANNELS
 P2P_CHANNELS_PER_PEER = 2
 BUS_IDS = (0x18000, 0x2A000, 0x3A000, 0x5D000, 0x9A000, 0xAB000, 0xBA000, 0xDB000)
-NICS = tuple(f"mlx5_{i}" for i in range(GPUS_PER_HOST))
 START_TIME = _dt.datetime(2026, 3, 14, 9, 26, 40)
 
 # Probability that one bulk step (one peer) of one rank is followed by a WARN.
@@ -119,39 +120,44 @@ class RankInfo:
     hostname: str
     pid: int
     ip: str
-    info_main: str  # "host:pid:tid [dev] NCCL INFO " of the main thread
+    info_main: str  # "host:pid:tid [dev] NCCL INFO " of the main thread (after the style's prefix)
     info_async: str  # same for the group/async thread that sets up p2p
     proxy_tid: int  # proxy progress thread (WARN chains)
+    style: Style
+    nics: tuple[str, ...]
 
 
 def _ip_of_host(host: int) -> str:
     return f"10.224.{host // 64}.{(host % 64) * 4 + 1}"
 
 
-def build_job(seed: int) -> list[RankInfo]:
-    """Return the ranks of the job; pids/tids are distinct and seed-derived."""
+def build_job(seed: int, style: Style | None = None) -> list[RankInfo]:
+    """Return the ranks of the job; pids/tids are distinct per host and seed-derived."""
+    style = style or Style.plain()
     rng = random.Random(seed * 7919 + 17)
-    pid_bases = rng.sample(range(20_000, 4_000_000, 1_000), N_RANKS)
+    nics = tuple(style.nic_name(i) for i in range(GPUS_PER_HOST))
     ranks = []
-    for r in range(N_RANKS):
-        host, local = divmod(r, GPUS_PER_HOST)
-        hostname = f"node{host + 1:03d}"
-        pid = pid_bases[r] + rng.randrange(0, 400)
-        tid_async = pid + 400 + rng.randrange(1, 200)
-        proxy_tid = pid + 600 + rng.randrange(1, 200)
-        ranks.append(
-            RankInfo(
-                rank=r,
-                host=host,
-                local=local,
-                hostname=hostname,
-                pid=pid,
-                ip=_ip_of_host(host),
-                info_main=f"{hostname}:{pid}:{pid} [{local}] NCCL INFO ",
-                info_async=f"{hostname}:{pid}:{tid_async} [{local}] NCCL INFO ",
-                proxy_tid=proxy_tid,
+    for h in range(N_HOSTS):
+        hostname = style.host_name(h)
+        pids = rng.sample(range(style.pid_low, style.pid_high), GPUS_PER_HOST)
+        for local, pid in enumerate(pids):
+            r = h * GPUS_PER_HOST + local
+            tid_async = pid + rng.randrange(1, 900)
+            ranks.append(
+                RankInfo(
+                    rank=r,
+                    host=h,
+                    local=local,
+                    hostname=hostname,
+                    pid=pid,
+                    ip=_ip_of_host(h),
+                    info_main=style.prefix(r, f"{hostname}:{pid}:{pid} [{local}] NCCL INFO "),
+                    info_async=style.prefix(r, f"{hostname}:{pid}:{tid_async} [{local}] NCCL INFO "),
+                    proxy_tid=pid + rng.randrange(900, 1800),
+                    style=style,
+                    nics=nics,
+                )
             )
-        )
     return ranks
 
 
@@ -334,7 +340,8 @@ def warn_block(job: list[RankInfo], r: RankInfo, rng: random.Random, seconds: fl
     kind = rng.randrange(4)
     tid = r.proxy_tid
     head = "%s:%d:%d [%d] " % (r.hostname, r.pid, tid, r.local)
-    info = head + "NCCL INFO "
+    tag = r.style.launcher(r.rank) if r.style.launcher else ""
+    info = r.style.prefix(r.rank, head + "NCCL INFO ")
     if kind == 0:
         peer = job[rng.randrange(N_RANKS)]
         warn = (
@@ -346,7 +353,7 @@ def warn_block(job: list[RankInfo], r: RankInfo, rng: random.Random, seconds: fl
                 rng.randrange(32768, 61000),
                 rng.choice((0, 128, 32530)),
                 rng.choice(("Send", "Recv")),
-                NICS[r.local],
+                r.nics[r.local],
             )
         )
         chain = [
@@ -373,7 +380,7 @@ def warn_block(job: list[RankInfo], r: RankInfo, rng: random.Random, seconds: fl
     else:
         warn = "include/alloc.h:248 NCCL WARN Cuda failure 2 'out of memory'"
         chain = ["include/alloc.h:250 -> 1", "transport/p2p.cc:219 -> 1", "transport/p2p.cc:527 -> 1"]
-    out = ["\n", _timestamp(seconds), head, warn, "\n"]
+    out = [tag, "\n", tag, _timestamp(seconds), head, warn, "\n"]
     out.extend(info + c + "\n" for c in chain)
     return "".join(out)
 
@@ -394,16 +401,16 @@ def init_lines(job: list[RankInfo], r: RankInfo, epoch: int, seed: int, rng: ran
     if epoch == 0:  # printed once per process
         add("NCCL version %s+cuda%s" % (NCCL_VERSION, CUDA_BUILD_VERSION))
         add("cudaDriverVersion %d" % CUDA_DRIVER_VERSION)
-        add("Bootstrap: Using ib0:%s<0>" % r.ip)
-        add("NCCL_SOCKET_IFNAME set by environment to ib0")
+        add("Bootstrap: Using %s:%s<0>" % (r.style.interface, r.ip))
+        add("NCCL_SOCKET_IFNAME set by environment to %s" % r.style.interface)
         add("NCCL_IB_TIMEOUT set by environment to 22.")
         add("NCCL_CROSS_NIC set by environment to 0.")
         add("NCCL_NVLS_ENABLE set by environment to 0.")
         add("NET/Plugin: libnccl-net.so: cannot open shared object file: No such file or directory")
         add("NET/Plugin: Could not find: libnccl-net.so")
         add(
-            "NET/IB : Using%s [RO]; OOB ib0:%s<0>"
-            % ("".join(" [%d]%s:1/IB" % (i, n) for i, n in enumerate(NICS)), r.ip)
+            "NET/IB : Using%s [RO]; OOB %s:%s<0>"
+            % ("".join(" [%d]%s:1/IB" % (i, n) for i, n in enumerate(r.nics)), r.style.interface, r.ip)
         )
         add("Initialized NET plugin IB")
     add("Assigned NET plugin IB to comm")
@@ -419,7 +426,7 @@ def init_lines(job: list[RankInfo], r: RankInfo, epoch: int, seed: int, rng: ran
     )
     add("ncclCommInitRank " + head + " - Init START")
     add("Using non-device net plugin version 0")
-    for i, n in enumerate(NICS):
+    for i, n in enumerate(r.nics):
         add("NET/IB : GPU Direct RDMA Enabled for HCA %d '%s'" % (i, n))
     if loc == 0:
         out.extend(topology_dump(h * GPUS_PER_HOST, h))
@@ -506,7 +513,9 @@ def _chunks(lines: list[str], prefix: str, rng: random.Random) -> Iterator[str]:
         i += k
 
 
-def bulk_segments(job: list[RankInfo], r: RankInfo, epoch: int, rng: random.Random) -> Iterator[str]:
+def bulk_segments(
+    job: list[RankInfo], r: RankInfo, epoch: int, rng: random.Random, warn_probability: float = WARN_PROBABILITY
+) -> Iterator[str]:
     """Lazily created p2p connections of rank ``r`` (one block per peer round)."""
     R, loc, h = r.rank, r.local, r.host
     pre = r.info_async
@@ -539,20 +548,109 @@ def bulk_segments(job: list[RankInfo], r: RankInfo, epoch: int, rng: random.Rand
         if R == 0 and d % 16 == 0:
             parts.append(main + collective_tuning_line(d // 16 + epoch) + "\n")
         yield "".join(parts)
-        if rng.random() < WARN_PROBABILITY:
+        if rng.random() < warn_probability:
             yield warn_block(job, r, rng, t0 + d * 0.05)
 
 
-def rank_stream(job: list[RankInfo], r: RankInfo, seed: int) -> Iterator[str | None]:
-    """Endless stream of line blocks of rank ``r``; ``None`` marks a barrier."""
+def trace_line(r: RankInfo, rng: random.Random, ms: float) -> str:
+    """A TRACE-level line (builds with TRACE=1): `[dev] ms func:line NCCL TRACE msg` (formats.md A.2)."""
+    func, line, msg = rng.choice(
+        (
+            (
+                "ncclProxyProgress",
+                1421,
+                "Posted send of %d bytes on channel %d" % (rng.randrange(1, 1 << 22), rng.randrange(32)),
+            ),
+            (
+                "ncclTransportP2pSetup",
+                318,
+                "Connected peer %d channel %d" % (rng.randrange(N_RANKS), rng.randrange(32)),
+            ),
+            ("ncclCudaCalloc", 96, "Allocated %d bytes at %s" % (rng.randrange(1 << 10, 1 << 26), _pointer(rng))),
+            (
+                "ncclIbIsend",
+                1877,
+                "req %s size %d tag %x" % (_pointer(rng), rng.randrange(1 << 20), rng.getrandbits(16)),
+            ),
+        )
+    )
+    head = "%s:%d:%d [%d] %f %s:%d NCCL TRACE " % (r.hostname, r.pid, r.proxy_tid, r.local, ms, func, line)
+    return r.style.prefix(r.rank, head) + msg + "\n"
+
+
+DATATYPES = (0, 1, 2, 4, 6, 7, 9)  # ncclInt8 ... ncclFloat32, ncclBfloat16
+
+
+def coll_segments(r: RankInfo, rng: random.Random) -> Iterator[str]:
+    """Per-call COLL lines (NCCL_DEBUG_SUBSYS=COLL) of rank ``r`` on three communicators: the world,
+    its tensor-parallel group of 8 and its data-parallel group of 128 (formats.md B.17)."""
+    comms = [(_pointer(rng), N_RANKS), (_pointer(rng), GPUS_PER_HOST), (_pointer(rng), N_HOSTS)]
+    op_counts = [0, 0, 0]
+    stream = _pointer(rng)
+    buffers = [_pointer(rng) for _ in range(48)]
+    while True:
+        parts = []
+        for _ in range(1 + int(rng.random() * 6)):
+            which = 0 if rng.random() < 0.3 else rng.choice((1, 2))
+            comm, nranks = comms[which]
+            func = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast")[
+                0 if which == 0 else 1 + int(rng.random() * 2.2)
+            ]
+            parts.append(
+                "%s%s: opCount %x sendbuff %s recvbuff %s count %d datatype %d op %d root %d comm %s "
+                "[nranks=%d] stream %s\n"
+                % (
+                    r.info_main,
+                    func,
+                    op_counts[which],
+                    rng.choice(buffers),
+                    rng.choice(buffers),
+                    rng.choice((1, 4096, 262144, 1 << 20, 25165824)),
+                    rng.choice(DATATYPES),
+                    0 if func != "Broadcast" else 7,
+                    0,
+                    comm,
+                    nranks,
+                    stream,
+                )
+            )
+            op_counts[which] += 1
+        yield "".join(parts)
+
+
+def rank_stream(job: list[RankInfo], r: RankInfo, seed: int, profile: str = "init") -> Iterator[str | None]:
+    """Endless stream of line blocks of rank ``r``; ``None`` marks a barrier. Profiles: "init" (one
+    communicator after another, lazy p2p connections), "coll" (one init, then per-call COLL lines),
+    "trace" (init with TRACE lines and more WARNs, for the mixed profile)."""
     rng = random.Random(seed * 1_000_003 + 7 * r.rank + 1)
+    stamp = _stamper(r.style.timestamp_format, rng)
     epoch = 0
     while True:
-        yield from _chunks(init_lines(job, r, epoch, seed, rng), r.info_main, rng)
+        yield from map(stamp, _chunks(init_lines(job, r, epoch, seed, rng), r.info_main, rng))
         yield None
-        yield from bulk_segments(job, r, epoch, rng)
+        if profile == "coll":
+            yield from map(stamp, coll_segments(r, rng))  # endless
+        for seg in bulk_segments(job, r, epoch, rng, warn_probability=2e-3 if profile == "trace" else WARN_PROBABILITY):
+            if profile == "trace" and rng.random() < 0.4:
+                seg += trace_line(r, rng, 1000.0 * epoch + rng.random() * 1000.0)
+            yield stamp(seg)
         yield None
         epoch += 1
+
+
+def _stamper(fmt: str | None, rng: random.Random) -> Callable[[str], str]:
+    """Put a timestamp where the style's prefix marked it (one per block of lines, as NCCL prints them
+    within a second); without timestamps, the identity."""
+    if fmt is None:
+        return lambda seg: seg
+    clock = [rng.random() * 3600.0]
+
+    def stamp(seg: str) -> str:
+        clock[0] += rng.random() * 0.01
+        t = START_TIME + _dt.timedelta(seconds=clock[0])
+        return seg.replace(TIMESTAMP_MARK, t.strftime(fmt).replace("{frac}", "%06d" % t.microsecond))
+
+    return stamp
 
 
 # --------------------------------------------------------------------------
@@ -570,13 +668,10 @@ def _cut(text: str, limit: int) -> str:
     return text
 
 
-def write_interleaved(
-    ranks: list[RankInfo], job: list[RankInfo], seed: int, mix_seed: int, target_bytes: int, out: BinaryIO
-) -> int:
-    """Interleave the streams of ``ranks`` into ``out`` until ``target_bytes``
+def write_interleaved(streams: list[Iterator[str | None]], mix_seed: int, target_bytes: int, out: BinaryIO) -> int:
+    """Interleave ``streams`` (of ranks, see rank_stream) into ``out`` until ``target_bytes``
     are written (cut at a line boundary).  Returns the bytes written."""
     rng = random.Random(mix_seed)
-    streams = [rank_stream(job, r, seed) for r in ranks]
     active = list(range(len(streams)))
     waiting: list[int] = []
     buf: list[str] = []
@@ -619,20 +714,42 @@ def output_paths(out: str, files: int) -> list[str]:
     return [out] if files == 1 else [f"{out}.{i}" for i in range(files)]
 
 
-def generate(out: str, size_bytes: int, seed: int = 1, files: int = 1) -> list[str]:
-    """Write the log (split into ``files`` host groups) and return the paths."""
+PROFILES = ("init", "coll", "mixed")
+
+
+def generate(
+    out: str, size_bytes: int, seed: int = 1, files: int = 1, profile: str = "init", plain: bool = False
+) -> list[str]:
+    """Write the log (split into ``files`` host groups) and return the paths. Profiles:
+    init: 1024 ranks, 32 channels, communicator after communicator with lazy p2p connections;
+    coll: the same job's init, then per-call COLL lines with hex pointers on three communicators;
+    mixed: two jobs interleaved in one stream, one with TRACE lines and many WARN chains, the other
+    with COLL lines (each job in a style of its own).
+    Formatting (host names, pid widths, interfaces, timestamps, launcher tags) is drawn from the
+    seed (log_style.py) unless ``plain``."""
     if not 1 <= files <= N_HOSTS:
         raise ValueError(f"--files must be between 1 and {N_HOSTS}")
-    job = build_job(seed)
+    if profile not in PROFILES:
+        raise ValueError(f"--profile must be one of {', '.join(PROFILES)}")
+    jobs = [(seed, "trace" if profile == "mixed" else profile)]
+    if profile == "mixed":
+        jobs.append((seed + 1, "coll"))
+    built = [(build_job(s, Style.plain() if plain else choose_style(s)), s, p) for s, p in jobs]
     paths = output_paths(out, files)
     for i, path in enumerate(paths):
         lo = i * N_HOSTS // files
         hi = (i + 1) * N_HOSTS // files
-        group = [r for r in job if lo <= r.host < hi]
+        streams = [rank_stream(job, r, s, p) for job, s, p in built for r in job if lo <= r.host < hi]
         target = size_bytes // files
         with open(path, "wb", buffering=CHUNK_CHARS) as fh:
-            write_interleaved(group, job, seed, seed * 104_729 + files * 131 + i, target, fh)
+            write_interleaved(streams, seed * 104_729 + files * 131 + i, target, fh)
     return paths
+
+
+def describe(seed: int, profile: str, plain: bool = False) -> str:
+    """One line naming the profile and the formatting drawn for it (printed by the benchmark)."""
+    seeds = [seed, seed + 1] if profile == "mixed" else [seed]
+    return f"{profile}: " + " + ".join("plain formatting" if plain else choose_style(s).name for s in seeds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -641,9 +758,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="output file (prefix with --files > 1)")
     ap.add_argument("--files", type=int, default=1, help="split the job into N files by host groups")
     ap.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    ap.add_argument("--profile", choices=PROFILES, default="init", help="what the log is made of (default init)")
+    ap.add_argument("--plain", action="store_true", help="fixed formatting: node001, ib0, no timestamps or tags")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    paths = generate(args.out, int(args.size_mb * MB), args.seed, args.files)
+    paths = generate(args.out, int(args.size_mb * MB), args.seed, args.files, args.profile, args.plain)
+    print(describe(args.seed, args.profile, args.plain), file=sys.stderr)
     dt = time.perf_counter() - t0
     total = 0
     for p in paths:

@@ -1,29 +1,16 @@
-"""Throughput and memory benchmark of ``ncclscope parse`` against baselines.
+"""Throughput, memory and scaling of ``ncclscope parse`` and ``analyze`` on three log profiles.
 
-One command generates (or reuses) a large synthetic NCCL log with
-``bench/generate_log.py`` and measures, on the same file and in one run:
-
-* ``grep -c 'NCCL INFO'``: the floor, a C tool that only scans bytes;
-* a Python ``for line in f`` loop matching one compiled prefix regex per line:
-  what the cheapest pure-Python pass costs;
-* Lark LALR on a sample of lines (``ncclscope.grammars.nccl_record_parser``),
-  extrapolated to the whole file;
-* ``python -m ncclscope parse --format json FILE > /dev/null``;
-* multi-file scaling: the same total size split into ``--jobs`` files, parsed
-  with ``--jobs N`` and with ``--jobs 1``.
-
-Every measurement runs in its own child process, started through GNU
-``time -f %M`` (or a tiny Python wrapper when it is missing), so each peak
-RSS figure is isolated; for a child that forks workers it is the largest
-single process.  Wall time is taken around the child.
-The table is printed and also written to ``<workdir>/results.json``.
+Per profile (bench/generate_log.py: init-heavy, COLL-heavy, mixed), on the same file and in one
+run: ``grep -c`` (the floor), a Python one-regex-per-line loop (the baseline the targets are
+relative to), ``ncclscope parse --format json`` and ``analyze`` at default settings (all cores),
+and ``parse --jobs 1`` (the speed-up of one file on every core). Then several files, and start-up.
+Every measurement runs in its own child process through GNU ``time -f %M``, so each peak RSS is
+isolated; for a child that forks workers it is the largest single process. See bench/README.md.
 
 Usage::
 
-    python bench/run_bench.py                    # 100 MB
-    python bench/run_bench.py --size-mb 1024     # 1 GB
-
-Sizes and rates are in MiB (1 MB = 1,048,576 bytes).
+    python bench/run_bench.py          # every profile at 100 MB
+    python bench/run_bench.py --gb     # and at 1 GB
 """
 
 from __future__ import annotations
@@ -51,7 +38,10 @@ import generate_log  # noqa: E402  (sibling module, found through sys.path)
 MB = generate_log.MB
 PREFIX_RE = re.compile(rb"^(\S*):(\d+):(\d+) \[(\d+)\] NCCL (INFO|WARN)")
 TARGET_MB_S = 50.0
-TARGET_RSS_MB = 400.0
+TARGET_RATIO = 0.35  # of the same-run one-regex-per-line Python loop
+TARGET_RSS_MB = 300.0
+TARGET_SPEEDUP = 1.7  # one 1 GB file on 2 cores
+TARGET_STARTUP_S = 0.4
 STDERR_TAIL_LINES = 15
 
 
@@ -189,64 +179,10 @@ def worker_regex(path: str) -> dict[str, Any]:
     return {"lines": lines, "matched": matched}
 
 
-def sample_lines(path: str, n: int) -> list[str]:
-    """About ``n`` non-empty lines spread evenly over the file."""
-    size = os.path.getsize(path)
-    seen: set[int] = set()
-    lines: list[str] = []
-    with open(path, "rb") as fh:
-        for i in range(n):
-            fh.seek(i * size // n)
-            if i:
-                fh.readline()  # skip the partial line
-            while True:
-                start = fh.tell()
-                raw = fh.readline()
-                if not raw or raw.strip():
-                    break
-            if not raw or start in seen:
-                continue
-            seen.add(start)
-            lines.append(raw.decode("ascii", errors="replace").rstrip("\n"))
-    return lines
-
-
-def worker_lark(path: str, n: int) -> dict[str, Any]:
-    """Parse a sample of lines with the ncclscope Lark grammar."""
-    try:
-        from ncclscope.grammars import nccl_record_parser
-
-        parser = nccl_record_parser() if not hasattr(nccl_record_parser, "parse") else nccl_record_parser
-    except Exception as exc:  # ImportError, missing grammar file, grammar error
-        return {"available": False, "error": f"{type(exc).__name__}: {exc}"}
-    lines = sample_lines(path, n)
-    failures = 0
-    first_error = ""
-    t0 = time.perf_counter()
-    for line in lines:
-        try:
-            parser.parse(line)
-        except Exception as exc:  # lark.exceptions.* on lines it cannot parse
-            failures += 1
-            if not first_error:
-                first_error = f"{type(exc).__name__}: {str(exc)[:300]}"
-    seconds = time.perf_counter() - t0
-    return {
-        "available": True,
-        "lines": len(lines),
-        "bytes": sum(len(x) + 1 for x in lines),
-        "seconds": seconds,
-        "failures": failures,
-        "first_error": first_error,
-    }
-
-
 def run_worker(argv: list[str]) -> int:
     kind, path, *rest = argv
     if kind == "regex":
         result = worker_regex(path)
-    elif kind == "lark":
-        result = worker_lark(path, int(rest[0]))
     else:
         raise SystemExit(f"unknown worker {kind!r}")
     print(json.dumps(result))
@@ -288,26 +224,6 @@ def measure_regex(path: str, size_mb: float, repeat: int) -> Row:
     return timed_row("python: for line in f + 1 regex", run, size_mb, note)
 
 
-def measure_lark(path: str, size_mb: float, sample: int) -> Row:
-    name = f"lark LALR, {sample} sampled lines"
-    run = run_child(self_cmd("lark", path, str(sample)), capture_stdout=True)
-    if run.rc != 0:
-        print(f"\n[{name}] worker failed; stderr tail:\n{stderr_tail(run.stderr)}\n", file=sys.stderr)
-        return Row(name, note="n/a (worker failed)")
-    info = json.loads(run.stdout)
-    if not info["available"]:
-        print(f"[{name}] parser not available: {info['error']}", file=sys.stderr)
-        return Row(name, note="n/a (parser not available)")
-    if info["seconds"] <= 0 or not info["lines"]:
-        return Row(name, note="n/a (empty sample)")
-    rate = info["bytes"] / MB / info["seconds"]
-    note = f"extrapolated from {info['bytes'] / MB:.2f} MB"
-    if info["failures"]:
-        note += f"; {info['failures']} lines failed to parse"
-        print(f"[{name}] first parse error: {info['first_error']}", file=sys.stderr)
-    return Row(name, seconds=size_mb / rate, mb_per_s=rate, note=note)
-
-
 def ncclscope_cmd(paths: list[str], jobs: int | None = None, command: str = "parse") -> list[str]:
     cmd = [sys.executable, "-m", "ncclscope", command, "--format", "json"]
     if command == "analyze":
@@ -315,17 +231,6 @@ def ncclscope_cmd(paths: list[str], jobs: int | None = None, command: str = "par
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
     return cmd + paths
-
-
-def measure_ncclscope(path: str, size_mb: float, repeat: int) -> Row:
-    run = run_best(ncclscope_cmd([path]), repeat)
-    return timed_row("ncclscope parse --format json", run, size_mb)
-
-
-def measure_analyze(path: str, size_mb: float, repeat: int) -> Row:
-    """`analyze` = parse + rules: the rules must cost little (within 20% of parse)."""
-    run = run_best(ncclscope_cmd([path], command="analyze"), repeat)
-    return timed_row("ncclscope analyze --format json", run, size_mb)
 
 
 def measure_scaling(paths: list[str], jobs: int, repeat: int) -> tuple[Row, Row]:
@@ -347,16 +252,16 @@ def measure_scaling(paths: list[str], jobs: int, repeat: int) -> tuple[Row, Row]
 # --------------------------------------------------------------------------
 
 
-def ensure_log(workdir: Path, size_mb: float, seed: int, files: int) -> list[str]:
-    """Generate the log (``files`` parts) unless cached; return its paths."""
-    stem = f"nccl-{size_mb:g}mb-seed{seed}" + (f"-files{files}" if files > 1 else "") + ".log"
+def ensure_log(workdir: Path, size_mb: float, seed: int, files: int, profile: str = "init") -> list[str]:
+    """Generate the log (``files`` parts) of ``profile`` unless cached; return its paths."""
+    stem = f"nccl-{profile}-{size_mb:g}mb-seed{seed}" + (f"-files{files}" if files > 1 else "") + ".log"
     final = generate_log.output_paths(str(workdir / stem), files)
     if all(os.path.exists(p) for p in final):
         return final
     tmp_prefix = str(workdir / (stem + ".tmp"))
-    print(f"generating {size_mb:g} MB log in {files} file(s) under {workdir} ...", file=sys.stderr)
+    print(f"generating {size_mb:g} MB {profile} log in {files} file(s) under {workdir} ...", file=sys.stderr)
     t0 = time.perf_counter()
-    tmp = generate_log.generate(tmp_prefix, int(size_mb * MB), seed, files)
+    tmp = generate_log.generate(tmp_prefix, int(size_mb * MB), seed, files, profile)
     for src, dst in zip(tmp, final, strict=True):
         os.replace(src, dst)
     dt = time.perf_counter() - t0
@@ -373,57 +278,158 @@ def _fmt(value: float | None, spec: str, unit: str = "") -> str:
     return "-" if value is None else format(value, spec) + unit
 
 
-def render_table(rows: list[Row]) -> str:
-    header = ("benchmark", "seconds", "MB/s", "peak RSS MB", "vs ncclscope", "notes")
+@dataclass
+class ProfileResult:
+    """The rows of one profile at one size."""
+
+    profile: str
+    size_mb: float
+    style: str
+    grep: Row
+    regex: Row
+    parse: Row
+    analyze: Row
+    one_core: Row
+
+    @property
+    def speedup(self) -> float | None:
+        if self.parse.seconds and self.one_core.seconds:
+            return self.one_core.seconds / self.parse.seconds
+        return None
+
+    @property
+    def rss(self) -> float | None:
+        values = [r.peak_rss_mb for r in (self.parse, self.analyze, self.one_core) if r.peak_rss_mb is not None]
+        return max(values) if values else None
+
+
+def measure_profile(workdir: Path, size_mb: float, seed: int, profile: str, repeat: int) -> ProfileResult:
+    log = ensure_log(workdir, size_mb, seed, 1, profile)[0]
+    size = mb_of([log])
+    return ProfileResult(
+        profile,
+        size,
+        generate_log.describe(seed, profile),
+        measure_grep(log, size, repeat),
+        measure_regex(log, size, repeat),
+        timed_row("parse", run_best(ncclscope_cmd([log]), repeat), size),
+        timed_row("analyze", run_best(ncclscope_cmd([log], command="analyze"), repeat), size),
+        timed_row("parse --jobs 1", run_best(ncclscope_cmd([log], 1), repeat), size),
+    )
+
+
+def ratio(row: Row, base: Row) -> float | None:
+    return row.mb_per_s / base.mb_per_s if row.mb_per_s and base.mb_per_s else None
+
+
+def render_profiles(results: list[ProfileResult]) -> str:
+    header = (
+        "profile",
+        "MB",
+        "grep MB/s",
+        "regex MB/s",
+        "parse MB/s",
+        "/regex",
+        "analyze MB/s",
+        "/regex",
+        "1 core MB/s",
+        "speed-up",
+        "peak RSS MB",
+    )
     body = [
         (
-            r.name,
-            _fmt(r.seconds, ".2f"),
-            _fmt(r.mb_per_s, ".1f"),
-            _fmt(r.peak_rss_mb, ".0f"),
-            _fmt(r.vs_ncclscope, ".2f", "x"),
-            r.note,
+            r.profile,
+            f"{r.size_mb:.0f}",
+            _fmt(r.grep.mb_per_s, ".0f"),
+            _fmt(r.regex.mb_per_s, ".1f"),
+            _fmt(r.parse.mb_per_s, ".1f"),
+            _fmt(ratio(r.parse, r.regex), ".2f"),
+            _fmt(r.analyze.mb_per_s, ".1f"),
+            _fmt(ratio(r.analyze, r.regex), ".2f"),
+            _fmt(r.one_core.mb_per_s, ".1f"),
+            _fmt(r.speedup, ".2f", "x"),
+            _fmt(r.rss, ".0f"),
         )
-        for r in rows
+        for r in results
     ]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    right = {1, 2, 3, 4}
 
     def line(cells: tuple[str, ...]) -> str:
         return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(b) for b in body)])
+
+
+def render_table(rows: list[Row]) -> str:
+    header = ("benchmark", "seconds", "MB/s", "peak RSS MB", "notes")
+    body = [(r.name, _fmt(r.seconds, ".2f"), _fmt(r.mb_per_s, ".1f"), _fmt(r.peak_rss_mb, ".0f"), r.note) for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in (1, 2, 3) else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         ).rstrip()
 
-    sep = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), sep, *(line(b) for b in body)])
+    return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(b) for b in body)])
 
 
-def target_lines(main: Row, scaling: Row | None, size_mb: float, jobs: int, analyze: Row | None = None) -> list[str]:
-    """The targets next to the measured figures, with PASS/MISS."""
-    cores = os.cpu_count() or 1
+def measure_startup(workdir: Path, repeat: int) -> list[Row]:
+    """`ncclscope --version` and `analyze` of a 10 kB log: what a user waits for on every small call."""
+    small = workdir / "small-10kb.log"
+    if not small.exists():
+        data = (REPO_ROOT / "fixtures" / "nccl" / "v2_18_8xh100_nvswitch.log").read_bytes()
+        small.write_bytes(data[: data.rfind(b"\n", 0, 10_000) + 1])
+    rows = []
+    for name, cmd in (
+        ("ncclscope --version", [sys.executable, "-m", "ncclscope", "--version"]),
+        ("ncclscope analyze 10 kB", [sys.executable, "-m", "ncclscope", "analyze", "--fail-on", "never", str(small)]),
+    ):
+        run = run_best(cmd, max(repeat, 5))
+        rows.append(timed_row(name, run, os.path.getsize(small) / MB))
+    return rows
+
+
+def target_lines(results: list[ProfileResult], scaling: Row | None, startup: list[Row], jobs: int) -> list[str]:
+    """The targets of issue 11 next to the measured figures, with PASS/MISS."""
 
     def verdict(ok: bool) -> str:
         return "PASS" if ok else "MISS"
 
-    speed = rss = "n/a (ncclscope parse failed)"
-    if main.mb_per_s is not None and main.peak_rss_mb is not None:
-        speed = f"{main.mb_per_s:.1f} MB/s {verdict(main.mb_per_s >= TARGET_MB_S)}"
-        rss = f"{main.peak_rss_mb:.0f} MB {verdict(main.peak_rss_mb < TARGET_RSS_MB)}"
-        if size_mb < 1024:
-            rss += f" (measured on {size_mb:.0f} MB; --size-mb 1024 for the target size)"
-    scale = f"n/a (cpu_count={cores})"
-    if scaling is not None and scaling.note.startswith("speedup"):
-        scale = f"{scaling.note.split(';')[0]}, --jobs {jobs}, cpu_count={cores}"
-    rules = "n/a"
-    if analyze is not None and analyze.seconds and main.seconds:
-        overhead = analyze.seconds / main.seconds - 1
-        rules = f"analyze takes {100 * overhead:+.0f}% vs parse {verdict(overhead <= 0.20)}"
-    items = [
-        (f"single process >= {TARGET_MB_S:g} MB/s", speed),
-        (f"peak RSS < {TARGET_RSS_MB:g} MB at 1 GB", rss),
-        ("scaling close to linear over cores", scale),
-        ("rules within 20% of parse", rules),
-    ]
+    items = []
+    for r in results:
+        for row in (r.parse, r.analyze):
+            rel = ratio(row, r.regex)
+            ok = bool(row.mb_per_s and row.mb_per_s >= TARGET_MB_S and rel and rel >= TARGET_RATIO)
+            items.append(
+                (
+                    f"{r.profile} {r.size_mb:.0f} MB {row.name}: >= {TARGET_MB_S:g} MB/s and >= {TARGET_RATIO} x regex",
+                    f"{_fmt(row.mb_per_s, '.1f')} MB/s, {_fmt(rel, '.2f')} x {verdict(ok)}",
+                )
+            )
+        if r.size_mb >= 1000:
+            items.append(
+                (
+                    f"{r.profile} 1 GB peak RSS < {TARGET_RSS_MB:g} MB",
+                    f"{_fmt(r.rss, '.0f')} MB {verdict((r.rss or 1e9) < TARGET_RSS_MB)}",
+                )
+            )
+            items.append(
+                (
+                    f"{r.profile} 1 GB speed-up on {jobs} cores >= {TARGET_SPEEDUP}x",
+                    f"{_fmt(r.speedup, '.2f')}x {verdict((r.speedup or 0) >= TARGET_SPEEDUP)}",
+                )
+            )
+    if scaling is not None:
+        items.append((f"several files, --jobs {jobs}", scaling.note))
+    for row in startup:
+        items.append(
+            (
+                f"{row.name} < {TARGET_STARTUP_S} s",
+                f"{_fmt(row.seconds, '.2f')} s {verdict((row.seconds or 9) < TARGET_STARTUP_S)}",
+            )
+        )
     width = max(len(label) for label, _ in items)
     return ["targets:", *(f"  {label.ljust(width)} : {value}" for label, value in items)]
 
@@ -434,62 +440,68 @@ def main(argv: list[str] | None = None) -> int:
         return run_worker(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=100.0, help="log size in MiB (default 100)")
+    ap.add_argument("--gb", action="store_true", help="also run every profile at 1 GB")
+    ap.add_argument("--profile", choices=generate_log.PROFILES, action="append", help="only these (default: all)")
     ap.add_argument("--workdir", default="/tmp/ncclscope-bench", help="where logs and results.json go")
-    ap.add_argument("--jobs", type=int, default=2, help="files / worker processes for the scaling rows")
-    ap.add_argument("--lark-sample", type=int, default=20000, help="lines parsed by the Lark row")
+    ap.add_argument("--jobs", type=int, default=2, help="files for the several-files rows (default 2)")
     ap.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per measurement, best time kept")
     args = ap.parse_args(argv)
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    log = ensure_log(workdir, args.size_mb, args.seed, 1)[0]
-    size_mb = mb_of([log])
     cores = os.cpu_count() or 1
-    print(
-        f"file: {log} ({size_mb:.1f} MB), python {platform.python_version()}, cpu_count={cores}",
-        file=sys.stderr,
-    )
-
-    rows = [
-        measure_grep(log, size_mb, args.repeat),
-        measure_regex(log, size_mb, args.repeat),
-        measure_lark(log, size_mb, args.lark_sample),
-        measure_ncclscope(log, size_mb, args.repeat),
-    ]
-    main_row = rows[-1]
-    analyze_row = measure_analyze(log, size_mb, args.repeat)
-    rows.append(analyze_row)
-    scaling_row: Row | None = None
+    profiles = args.profile or list(generate_log.PROFILES)
+    sizes = [args.size_mb] + ([1024.0] if args.gb and args.size_mb != 1024 else [])
+    print(f"python {platform.python_version()}, cpu_count={cores}, default settings (all cores)", file=sys.stderr)
+    results = []
+    for size in sizes:
+        for profile in profiles:
+            results.append(measure_profile(workdir, size, args.seed, profile, args.repeat))
+            print(render_profiles(results[-1:]).splitlines()[-1], file=sys.stderr)
+    scaling: Row | None = None
+    extra: list[Row] = []
     if args.jobs > 1:
         parts = ensure_log(workdir, args.size_mb, args.seed, args.jobs)
-        single, scaling_row = measure_scaling(parts, args.jobs, args.repeat)
-        rows += [single, scaling_row]
-    if main_row.mb_per_s:
-        for r in rows:
-            if r.mb_per_s is not None:
-                r.vs_ncclscope = r.mb_per_s / main_row.mb_per_s
+        single, scaling = measure_scaling(parts, args.jobs, args.repeat)
+        extra += [single, scaling]
+    startup = measure_startup(workdir, args.repeat)
+    extra += startup
 
-    table = render_table(rows)
-    targets = target_lines(main_row, scaling_row, size_mb, args.jobs, analyze_row)
-    print(f"\nncclscope benchmark: {size_mb:.1f} MB synthetic NCCL log (1024 ranks, 128 hosts), cpu_count={cores}\n")
-    print(table)
+    print(f"\nncclscope benchmark, cpu_count={cores}; per profile (generated, formatting drawn from seed {args.seed}):")
+    for r in results:
+        print(f"  {r.profile} {r.size_mb:.0f} MB: {r.style}")
     print()
+    print(render_profiles(results))
+    print()
+    print(render_table(extra))
+    print()
+    targets = target_lines(results, scaling, startup, args.jobs)
     print("\n".join(targets))
-
-    results = {
-        "file": log,
-        "size_mb": size_mb,
-        "seed": args.seed,
-        "jobs": args.jobs,
-        "cpu_count": cores,
-        "python": platform.python_version(),
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "rows": [asdict(r) for r in rows],
-        "targets": targets,
-    }
     out = workdir / "results.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "seed": args.seed,
+                "cpu_count": cores,
+                "python": platform.python_version(),
+                "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "profiles": [
+                    {
+                        **{k: getattr(r, k) for k in ("profile", "size_mb", "style", "speedup", "rss")},
+                        **{
+                            name: asdict(getattr(r, name)) for name in ("grep", "regex", "parse", "analyze", "one_core")
+                        },
+                    }
+                    for r in results
+                ],
+                "rows": [asdict(r) for r in extra],
+                "targets": targets,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"\nresults written to {out}")
     return 0
 
