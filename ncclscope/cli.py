@@ -32,6 +32,22 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"ncclscope {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", help="Print the version and exit.", is_eager=True, callback=_print_version),
+    ] = False,
+) -> None:
+    """Read NCCL_DEBUG logs, nvidia-smi topo -m matrices and nccl-tests output; say what is wrong."""
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -44,7 +60,12 @@ RedactOpt = Annotated[
     bool, typer.Option("--redact", help="Replace hostnames, addresses, users, container/pod names by pseudonyms.")
 ]
 JobsOpt = Annotated[
-    int | None, typer.Option("--jobs", "-j", help="Parallel processes for several inputs (default: one per core).")
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        help="Parallel processes: several inputs, or byte ranges of one large file (default: one per core).",
+    ),
 ]
 
 

@@ -20,7 +20,8 @@ from ncclscope.assemble import assemble
 from ncclscope.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.model import Case, RunRecord, Source
 from ncclscope.parse import nccl_log
-from ncclscope.parse.source import ParsedInput, parse_input
+from ncclscope.parse.source import ParsedInput, join_ranges, parse_input, parse_range
+from ncclscope.parse.split import RangePart, byte_ranges, can_split
 from ncclscope.sources import RUN_MANIFEST, InputFile, expand_inputs, run_manifest
 
 __all__ = [
@@ -114,14 +115,41 @@ def _parse_all(
                 results.append(ParsedInput(Source(path=item.display, problems=["interrupted while reading"])))
                 return results, True
         return results, False
+    tasks = _tasks(files, workers)
     nccl_log._parser()  # build the grammar once; forked workers inherit it
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(parse_input, files, chunksize=1)), False
+        done = list(pool.map(_run_task, tasks, chunksize=1))
+    results = []
+    for item in files:
+        parts = [result for task, result in zip(tasks, done, strict=True) if task.path == item.path]
+        if len(parts) == 1 and isinstance(parts[0], ParsedInput):
+            results.append(parts[0])
+        else:
+            results.append(join_ranges(item, parts))  # type: ignore[arg-type]
+    return results, False
+
+
+def _tasks(files: list[InputFile], workers: int) -> list[InputFile]:
+    """Whole files, and large files cut into byte ranges so that every worker has work (split.py)."""
+    tasks: list[InputFile] = []
+    per_file = max(1, workers // max(1, len(files)))  # several large files: each gets its share of workers
+    for item in files:
+        if per_file > 1 and can_split(item):
+            tasks.extend(InputFile(item.path, item.display, span) for span in byte_ranges(item.path, per_file))
+        else:
+            tasks.append(item)
+    return tasks
+
+
+def _run_task(task: InputFile) -> ParsedInput | RangePart:
+    return parse_range(task) if task.span is not None else parse_input(task)
 
 
 def _workers(files: list[InputFile], jobs: int | None) -> int:
     if any(f.is_stdin for f in files):
         return 1
+    cores = os.cpu_count() or 1
     if jobs is not None:
-        return max(1, min(jobs, len(files)))
-    return max(1, min(os.cpu_count() or 1, len(files)))
+        cores = max(1, jobs)
+    splittable = sum(1 for f in files if can_split(f))
+    return max(1, min(cores, max(len(files), cores if splittable else 1)))

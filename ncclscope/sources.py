@@ -33,6 +33,7 @@ class InputFile:
 
     path: str
     display: str
+    span: tuple[int, int] | None = None  # a byte range of the file (whole lines), read by one of several workers
 
     @property
     def is_stdin(self) -> bool:
@@ -184,7 +185,7 @@ def iter_blocks(
     except OSError as exc:
         stats.problems.append(f"cannot open: {exc.strerror or exc}")
         return
-    reader = _reader(handle, item.is_stdin)
+    reader = _reader(handle, item.is_stdin, item.span)
     pending = b""
     overlong = 0  # bytes of the current line beyond MAX_LINE_BYTES
     line_no = 1
@@ -205,7 +206,7 @@ def iter_blocks(
                 break
             if first:
                 first = False
-                if b"\x00" in chunk[:SNIFF_BYTES]:
+                if b"\x00" in chunk[:SNIFF_BYTES] and not (item.span and item.span[0]):
                     stats.binary = True
                     if chunk[:2] in (b"\xff\xfe", b"\xfe\xff"):  # Windows PowerShell writes `>` files so
                         stats.problems.append("UTF-16 text; convert it first: iconv -f UTF-16 -t UTF-8 FILE")
@@ -257,8 +258,18 @@ def _grow(pending: bytes, more: bytes, overlong: int) -> tuple[bytes, int]:
     return pending + more[: max(room, 0)], overlong + len(more) - max(room, 0)
 
 
-def _reader(handle: BinaryIO, streaming: bool):  # type: ignore[no-untyped-def]
+def _reader(handle: BinaryIO, streaming: bool, span: tuple[int, int] | None = None):  # type: ignore[no-untyped-def]
     """A function returning the next chunk (b'' at the end)."""
+    if span is not None:
+        handle.seek(span[0])
+        left = [span[1] - span[0]]
+
+        def read_span() -> bytes:
+            chunk = handle.read(min(BLOCK_BYTES, left[0])) if left[0] > 0 else b""
+            left[0] -= len(chunk)
+            return chunk
+
+        return read_span
     if streaming and hasattr(handle, "read1"):
         return lambda: handle.read1(STDIN_READ_BYTES)  # type: ignore[attr-defined]
     if isinstance(handle, gzip.GzipFile):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from ncclscope.parse.nccl_log import LogResult, NcclLogParser
 
 
@@ -267,3 +269,29 @@ def test_many_connection_lines_with_an_empty_host_are_read_together() -> None:
     lines = "".join(f":1:2 [0] NCCL INFO Channel {c:02d}/0 : 0[0] -> 1[1] via P2P/IPC\n" for c in range(64))
     result, _ = parse(lines)
     assert result.recognized == 64 and result.families["connection"] == 64
+
+
+def test_lines_that_differ_only_in_values_reach_the_grammar_a_handful_of_times() -> None:
+    rng = random.Random(7)
+    hosts = [
+        f"{rng.choice(['gpu', 'node', 'dgx'])}-{rng.choice('abcdefghxyz')}{rng.randint(0, 99):02d}" for _ in range(40)
+    ]
+    funcs = ["AllReduce", "AllGather", "ReduceScatter", "Broadcast"]
+    lines = []
+    for n in range(10_000):
+        rank = rng.randrange(8)
+        pointers = [f"0x{rng.randrange(1 << 40, 1 << 47):x}" for _ in range(4)]
+        lines.append(
+            f"{rng.choice(hosts)}:{rng.randint(900, 99999)}:{rng.randint(900, 99999)} [{rank}] NCCL INFO "
+            f"{rng.choice(funcs)}: opCount {n // 64:x} sendbuff {pointers[0]} recvbuff {pointers[1]} "
+            f"count {rng.choice([1, 1024, 262144, 33554432])} datatype {rng.randrange(10)} op {rng.randrange(4)} "
+            f"root 0 comm {pointers[2]} [nranks=64] stream {pointers[3]}"
+        )
+    others: list[tuple[int, str]] = []
+    parser = NcclLogParser(lambda n, t: others.append((n, t)))
+    parser.feed_block("\n".join(lines).encode(), 1)
+    result = parser.result
+    assert (result.nccl_lines, result.recognized, dict(result.families)) == (10_000, 10_000, {"coll_call": 10_000})
+    assert not others
+    # host names, pid widths, hex opCounts and pointers vary on every line; the wording does not
+    assert parser.lark_parses <= 12, parser.lark_parses

@@ -34,6 +34,7 @@ from ncclscope.normalize import (
     unwrap_autolinks,
 )
 from ncclscope.parse.shapes import InsideValue, ShapeMover, coarse_key
+from ncclscope.parse.templates import TEMPLATES_PER_SKELETON, WORD_SKELETON, Template, template_of, value_columns
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
@@ -104,9 +105,19 @@ class LineShape:
     fixed_digits: np.ndarray | None = None  # columns whose digit must equal the exemplar's
     exemplar: bytes = b""
     plain: bool = False  # NCCL records only, nothing before them
+    _kind: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.plain = bool(self.records) and self.lead is None
+
+    @property
+    def kind(self) -> np.ndarray:
+        """Per column of the exemplar: a word that must stay, a number, or the host name (templates.py)."""
+        if self._kind is None:
+            prefix = [(name, span) for r in self.records for name, span in r.prefix.items()]
+            fields = [s for r in self.records for s in _spans_of(r.fields)]
+            self._kind = value_columns(self.exemplar, self.records[0].span[0] if self.records else 0, prefix, fields)
+        return self._kind
 
 
 class Event:
@@ -326,8 +337,11 @@ class NcclLogParser:
         self._cache: dict[bytes, LineShape] = {}
         self._parser = _parser()
         self._host_ids: dict[bytes, int] = {}
-        self._coarse_cache: dict[bytes, tuple[ShapeMover, LineShape]] = {}
+        self._coarse_cache: dict[bytes, list[tuple[ShapeMover, LineShape]]] = {}
         self._known_hosts: set[str] = set()
+        self._templates: dict[bytes, list[Template]] = {}
+        self.lark_parses = 0  # how many lines the grammar itself read (the rest reused a parse)
+        self._unrecognized_cutoff = float("inf")
 
     # ----------------------------------------------------------------------------------- lines
     def feed_block(self, data: bytes, first_line: int) -> None:
@@ -335,42 +349,104 @@ class NcclLogParser:
         data = unwrap_autolinks(data)
         lines = data.split(b"\n")
         skeletons = data.translate(DIGITS_TO_ZERO).split(b"\n")
+        words = data.translate(WORD_SKELETON).split(b"\n")
         groups: dict[LineShape, list[int]] = {}
-        cache = self._cache
-        for i, skeleton in enumerate(skeletons):
-            shape = cache.get(skeleton)
-            if shape is None:
-                line = lines[i]
-                if len(line) > MAX_LINE_BYTES:
-                    self._overlong(first_line + i, line)
-                    continue
-                shape = self._shape_for_new_skeleton(line)
-                if len(cache) >= CACHE_LIMIT:
-                    cache.clear()
-                    self._coarse_cache.clear()
-                cache[skeleton] = shape
-            if shape.plain:  # the hot path: a line of NCCL records and nothing else
-                group = groups.get(shape)
-                if group is None:
-                    groups[shape] = [i]
+        by_word: dict[bytes, list[int]] = {}
+        templates = self._templates
+        for i, word in enumerate(words):
+            if word in templates:  # the hot path: a line of a known word skeleton (see templates.py)
+                pending = by_word.get(word)
+                if pending is None:
+                    by_word[word] = [i]
                 else:
-                    group.append(i)
+                    pending.append(i)
                 continue
-            if not shape.records:
-                self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
-                continue
-            if shape.lead is not None:
-                lead = lines[i][shape.lead[0] : shape.lead[1]].decode("utf-8", "replace")
-                self.result.lead_lines += 1
-                self._on_other(first_line + i, clean(lead).text)
+            self._exact(i, lines, skeletons, word, groups, first_line)
+        for word, indices in by_word.items():
+            self._match_templates(word, indices, lines, skeletons, groups, first_line)
+        for shape, indices in groups.items():
+            self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
+        self._note_last(lines, skeletons, first_line)
+
+    def _exact(
+        self,
+        i: int,
+        lines: list[bytes],
+        skeletons: list[bytes],
+        word: bytes | None,
+        groups: dict[LineShape, list[int]],
+        first_line: int,
+    ) -> None:
+        """Line `i` through the exact skeleton cache (learning its shape if new); `word` given: a shape
+        that can be shared becomes a template of that word skeleton."""
+        cache = self._cache
+        shape = cache.get(skeletons[i])
+        if shape is None:
+            line = lines[i]
+            if len(line) > MAX_LINE_BYTES:
+                self._overlong(first_line + i, line)
+                return
+            shape = self._shape_for_new_skeleton(line)
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+                self._coarse_cache.clear()
+                self._templates.clear()
+            cache[skeletons[i]] = shape
+        if word is not None and shape.plain and shape.recognized:
+            known = self._templates.setdefault(word, [])
+            if len(known) < TEMPLATES_PER_SKELETON and len(shape.exemplar) == len(word):
+                known.append(template_of(shape, shape.kind))
+        if shape.plain:
             group = groups.get(shape)
             if group is None:
                 groups[shape] = [i]
             else:
                 group.append(i)
-        for shape, indices in groups.items():
-            self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
-        self._note_last(lines, skeletons, first_line)
+            return
+        if not shape.records:
+            self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
+            return
+        if shape.lead is not None:
+            lead = lines[i][shape.lead[0] : shape.lead[1]].decode("utf-8", "replace")
+            self.result.lead_lines += 1
+            self._on_other(first_line + i, clean(lead).text)
+        group = groups.get(shape)
+        if group is None:
+            groups[shape] = [i]
+        else:
+            group.append(i)
+
+    def _match_templates(
+        self,
+        word: bytes,
+        indices: list[int],
+        lines: list[bytes],
+        skeletons: list[bytes],
+        groups: dict[LineShape, list[int]],
+        first_line: int,
+    ) -> None:
+        """Lines of one word skeleton, read with the first of its templates each matches; the others
+        the exact way (they add templates)."""
+        rest = np.asarray(indices, dtype=np.intp)
+        matrix = np.frombuffer(b"".join([lines[i] for i in indices]), dtype=np.uint8).reshape(len(indices), -1)
+        templates = self._templates.get(word, [])  # none left: the caches were emptied while reading this block
+        tried = 0
+        while rest.size:
+            for template in templates[tried:]:
+                ok = template.matches(matrix)
+                if ok.any():
+                    groups.setdefault(template.shape, []).extend(rest[ok].tolist())
+                    rest, matrix = rest[~ok], matrix[~ok]
+                    if not rest.size:
+                        return
+            tried = len(templates)
+            # the first line no template reads is parsed the exact way; its shape may serve the others
+            self._exact(int(rest[0]), lines, skeletons, word, groups, first_line)
+            rest, matrix = rest[1:], matrix[1:]
+            if len(templates) == tried:  # no new template (full, or a line that cannot be shared)
+                for i in rest.tolist():
+                    self._exact(i, lines, skeletons, word, groups, first_line)
+                return
 
     def _note_last(self, lines: list[bytes], skeletons: list[bytes], first_line: int) -> None:
         """What the last non-empty line of the block is (truncation: does the input stop mid-listing?)."""
@@ -398,21 +474,29 @@ class NcclLogParser:
     def _unrecognized(self, line_no: int, raw: bytes, reason: str) -> None:
         res = self.result
         res.unrecognized_count += 1
-        if len(res.unrecognized) < UNRECOGNIZED_KEEP:
-            res.unrecognized.append(Unrecognized(line_no, clean(raw.decode("utf-8", "replace")).text[:300], reason))
+        if line_no > self._unrecognized_cutoff:
+            return
+        kept = res.unrecognized
+        kept.append(Unrecognized(line_no, clean(raw.decode("utf-8", "replace")).text[:300], reason))
+        if len(kept) >= 4 * UNRECOGNIZED_KEEP:  # keep the earliest lines, whatever order the groups came in
+            kept.sort(key=lambda u: u.line)
+            del kept[UNRECOGNIZED_KEEP:]
+            self._unrecognized_cutoff = kept[-1].line
 
     # -------------------------------------------------------------------------------- learning
     def _shape_for_new_skeleton(self, line: bytes) -> LineShape:
         """Lines differing only in number lengths or hex values reuse a parse (see shapes.py)."""
         key = coarse_key(line)
         known = self._coarse_cache.get(key)
-        if known is not None:
-            moved = self._move_shape(known[0], known[1], line)
+        for mover, shape in known or ():
+            moved = self._move_shape(mover, shape, line)
             if moved is not None:
                 return moved
         shape = self._learn(line)
-        if shape.records and key not in self._coarse_cache:
-            self._coarse_cache[key] = (ShapeMover(line, _all_spans(shape)), shape)
+        if shape.records:
+            known = self._coarse_cache.setdefault(key, [])
+            if len(known) < TEMPLATES_PER_SKELETON:  # "AllReduce" and "AllGather" lines: one each
+                known.append((ShapeMover(line, shape.kind), shape))
         return shape
 
     def _move_shape(self, mover: ShapeMover, shape: LineShape, line: bytes) -> LineShape | None:
@@ -530,6 +614,7 @@ class NcclLogParser:
         )
 
     def _try_parse(self, text: str, start: str) -> tuple[Tree | None, bool]:
+        self.lark_parses += 1
         try:
             return self._parser.parse(text, start=start), False
         except LarkError:
@@ -699,7 +784,8 @@ class NcclLogParser:
         exemplar = lines[0]
         transport, gdr, shared, is_net = _transport_of(f, exemplar)
         res.by_transport[transport] += n
-        if transport not in res.transport_examples:
+        known = res.transport_examples.get(transport)
+        if known is None or line_nos[0] < known[0]:  # the earliest line, however the lines were grouped
             res.transport_examples[transport] = (line_nos[0], clean(exemplar.decode("utf-8", "replace")).text)
         ends = f.get("endpoint")
         if record.family == "collnet_connection":
@@ -749,6 +835,8 @@ class NcclLogParser:
                 res.edges[key] = [count, line_nos[idx], lines[idx]]
             else:
                 entry[0] += count
+                if line_nos[idx] < entry[1]:  # the earliest line is the evidence, however lines were grouped
+                    entry[1], entry[2] = line_nos[idx], lines[idx]
 
     def _same_device_pairs(
         self, column: Callable[[Span], np.ndarray], src: dict, dst: dict, lines: list[bytes], line_nos: list[int]
@@ -756,16 +844,14 @@ class NcclLogParser:
         """NET lines between two ranks printed with the same device ("0[18000] -> 1[18000]"): two ranks
         cannot share a GPU, so they are on different hosts, whatever host name the lines carry."""
         res = self.result
-        if res.net_same_device or not (isinstance(src.get("dev"), tuple) and isinstance(dst.get("dev"), tuple)):
+        if not (isinstance(src.get("dev"), tuple) and isinstance(dst.get("dev"), tuple)):
             return
         same = (column(src["dev"]) == column(dst["dev"])) & (column(src["rank"]) != column(dst["rank"]))
         hits = np.flatnonzero(same)
         if len(hits):
             i = int(hits[0])
-            res.net_same_device = (line_nos[i], clean(lines[i].decode("utf-8", "replace")).text)
-
-    def host_names(self) -> dict[int, str]:
-        return {v: k.decode("utf-8", "replace") for k, v in self._host_ids.items()}
+            if res.net_same_device is None or line_nos[i] < res.net_same_device[0]:
+                res.net_same_device = (line_nos[i], clean(lines[i].decode("utf-8", "replace")).text)
 
 
 def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -792,10 +878,6 @@ def _understood(records: list[RecordShape]) -> bool:
     cut right after its prefix holds nothing to understand; it is counted apart)."""
     messages = [r for r in records if r.level != "CUT"]
     return bool(messages) and all(r.family is not None for r in messages)
-
-
-def _all_spans(shape: LineShape) -> list[Span]:
-    return [s for r in shape.records for s in list(r.prefix.values()) + _spans_of(r.fields)]
 
 
 def _transport_of(fields: dict[str, Any], line: bytes) -> tuple[str, bool, bool, bool]:

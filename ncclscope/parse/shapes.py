@@ -1,30 +1,30 @@
-"""Reusing one Lark parse for lines whose numbers differ in length or whose hex values differ.
+"""Reusing one Lark parse for lines whose values differ in length.
 
-The exact skeleton (digits -> '0') groups lines of equal length. Lines such as
-"Channel 03/0 : 7[7] -> 8[0]" and "Channel 03/0 : 71[7] -> 120[0]", or two comm pointers, have
-different skeletons but the same *coarse* shape: every run of digits and every hex word
-(0x..., busId 1b000) replaced by a placeholder. Equal coarse shapes have the same text between
-their values, so the values of two such lines pair up one to one; every field span of the earlier
-line is moved to where the corresponding values now start and end. Values that are not inside a
-field (the 2 of "P2P") must be equal, or the line is parsed by Lark after all.
+Skeletons (exact and word, see nccl_log.py and templates.py) group lines of equal length. Lines such
+as "Channel 03/0 : 7[7] -> 8[0]" and "Channel 03/0 : 71[7] -> 120[0]", two comm pointers of different
+widths, or host names `gpu-a7` and `node-b12`, have different skeletons but the same *coarse* shape:
+every run of letters and digits replaced by a placeholder. Equal coarse shapes have the same spaces
+and punctuation between their words, so the words of two such lines pair up one to one; every field
+span of the earlier line is moved to where the corresponding words now start and end. Words that are
+not inside a field (NCCL, INFO, AllReduce, the 2 of "P2P") must be equal, or the line is parsed by
+Lark after all.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-# a pointer, or a hex word holding both a digit and a letter a-f (busId 1b000, commId ...)
-HEX_WORD = rb"0x[0-9a-fA-F]+|(?<![\w])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]+(?![\w])"
-VALUE_RE = re.compile(rb"(" + HEX_WORD + rb")|\d+")
+VALUE_RE = re.compile(rb"[A-Za-z0-9]+")
+NUMBER_RE = re.compile(rb"(?:0x)?[0-9a-fA-F]+")
 
 Span = tuple[int, int]
 SpanMover = Callable[[int, int], Span]
 
 
 def coarse_key(line: bytes) -> bytes:
-    return VALUE_RE.sub(lambda m: b"#" if m.group(1) else b"0", line)
+    return VALUE_RE.sub(b"0", line)
 
 
 class InsideValue(Exception):
@@ -34,15 +34,18 @@ class InsideValue(Exception):
 class ShapeMover:
     """Moves the field spans of one exemplar line onto other lines of the same coarse shape."""
 
-    def __init__(self, exemplar: bytes, field_spans: list[Span]) -> None:
+    def __init__(self, exemplar: bytes, kind: Sequence[int]) -> None:
         self.exemplar = exemplar
-        self.field_spans = field_spans
+        self.kind = kind  # per column: 0 a word that must stay, 1-2 a number, 3 the host name
         self._values: list[Span] | None = None  # most shapes are never reused: computed on first use
 
     def _prepare(self) -> list[Span]:
         values = [m.span() for m in VALUE_RE.finditer(self.exemplar)]
-        spans = self.field_spans
-        self._fixed = [i for i, (a, b) in enumerate(values) if not any(fa <= a and b <= fb for fa, fb in spans)]
+        exemplar, kind = self.exemplar, self.kind
+        # a word's class is its lowest column's; the "0x" of a pointer stays fixed in a number
+        classes = [min(kind[a + 2 if exemplar.startswith(b"0x", a) and b - a > 2 else a : b]) for a, b in values]
+        self._fixed = [i for i, c in enumerate(classes) if c == 0]
+        self._numbers = [i for i, c in enumerate(classes) if c in (1, 2)]
         self._value_starts = [a for a, _ in values]
         self._values = values
         return values
@@ -58,6 +61,9 @@ class ShapeMover:
             a, b = values[i]
             c, d = new[i]
             if exemplar[a:b] != line[c:d]:
+                return None
+        for i in self._numbers:  # a number may become any number, never a word ("count 12" vs "count all")
+            if not NUMBER_RE.fullmatch(line, *new[i]):
                 return None
         starts = self._value_starts
 

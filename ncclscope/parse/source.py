@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from ncclscope.model import BenchmarkRun, EnvSetting, FrameworkEvent, Source, TopologyMatrix, UnrecognizedLine
 from ncclscope.normalize import clean, strip_launcher_prefix
 from ncclscope.parse.framework_log import FrameworkReader
-from ncclscope.parse.nccl_log import LogResult, NcclLogParser
+from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
+from ncclscope.parse.split import OTHER_LINES_KEEP, RangePart, merge_logs
 from ncclscope.parse.topo_matrix import TopologyReader
 from ncclscope.sources import InputFile, ReadStats, iter_blocks, read_head
 
@@ -29,7 +30,6 @@ class ParsedInput:
 
     source: Source
     log: LogResult = field(default_factory=LogResult)
-    host_names: dict[int, str] = field(default_factory=dict)
     topologies: list[TopologyMatrix] = field(default_factory=list)
     benchmarks: list[BenchmarkRun] = field(default_factory=list)
     framework: list[FrameworkEvent] = field(default_factory=list)
@@ -114,7 +114,44 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     log = NcclLogParser(others)
     for block, first_line in iter_blocks(item, stats, progress):
         log.feed_block(block, first_line)
-    parsed = ParsedInput(source, log.result, log.host_names())
+    return _finish(source, stats, log.result, others)
+
+
+def parse_range(item: InputFile) -> RangePart:
+    """One byte range of a large file (`item.span`): its NCCL records, and its other lines kept in order
+    for the readers that follow tables across lines (see split.py)."""
+    stats = ReadStats()
+    part = RangePart(LogResult(), stats)
+    other = part.other
+
+    def keep(line_no: int, text: str) -> None:
+        if len(other) < OTHER_LINES_KEEP:
+            other.append((line_no, text))
+        else:
+            part.too_much_other = True
+
+    log = NcclLogParser(keep)
+    for block, first_line in iter_blocks(item, stats):
+        log.feed_block(block, first_line)
+    part.log = log.result
+    return part
+
+
+def join_ranges(item: InputFile, parts: list[RangePart]) -> ParsedInput:
+    """The parsed ranges of one file as one input, as if read by one process."""
+    if any(part.too_much_other for part in parts):
+        return parse_input(item)  # mostly text of other programs: read it whole
+    log, stats, offsets = merge_logs(parts)
+    others = _OtherLines(item.display)
+    for part, offset in zip(parts, offsets, strict=False):
+        for line_no, text in part.other:
+            others(line_no + offset, text)
+        part.other.clear()
+    return _finish(Source(path=item.display), stats, log, others)
+
+
+def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLines) -> ParsedInput:
+    parsed = ParsedInput(source, log)
     parsed.topologies = others.topology.finish()
     parsed.benchmarks = others.tests.finish()
     others.tests_runs = parsed.benchmarks
@@ -137,7 +174,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     source.recognized = res.recognized
     source.unrecognized_count = res.unrecognized_count
     source.cut_records = res.cut_records
-    source.unrecognized = [UnrecognizedLine(line=u.line, text=u.text, reason=u.reason) for u in res.unrecognized]
+    earliest = sorted(res.unrecognized, key=lambda u: u.line)[:UNRECOGNIZED_KEEP]
+    source.unrecognized = [UnrecognizedLine(line=u.line, text=u.text, reason=u.reason) for u in earliest]
     source.families = dict(sorted(res.families.items()))
     source.topology_lines = others.topology_lines
     source.nccl_tests_lines = others.tests_lines

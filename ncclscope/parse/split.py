@@ -1,0 +1,109 @@
+"""One large file read by several processes: byte ranges of whole lines, parsed apart, merged in order.
+
+Each range is parsed by its own NcclLogParser with line numbers counted from 1; the lines that are
+not NCCL records are kept, not read, because the topology, nccl-tests and framework readers follow
+tables and records across lines (a table may cross a range's end). The merge shifts every line
+number by the lines of the ranges before, so events, evidence and counts are those of one reader,
+and then feeds the kept lines to the other readers in order.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult
+from ncclscope.sources import MAX_LINE_BYTES, InputFile, ReadStats
+
+SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: start-up costs more than it saves
+OTHER_LINES_KEEP = 2_000_000  # lines a range holds for the other readers; a file of mostly other text is read whole
+
+
+@dataclass
+class RangePart:
+    """What one byte range gave: the log records and the lines left for the other readers."""
+
+    log: LogResult
+    stats: ReadStats
+    other: list[tuple[int, str]] = field(default_factory=list)
+    too_much_other: bool = False
+
+
+def can_split(item: InputFile) -> bool:
+    """A plain file (not stdin, not compressed) large enough to be worth splitting."""
+    if item.is_stdin or item.path.endswith(".gz") or item.span is not None:
+        return False
+    try:
+        return os.path.getsize(item.path) >= SPLIT_MIN_BYTES
+    except OSError:
+        return False
+
+
+def byte_ranges(path: str, parts: int) -> list[tuple[int, int]]:
+    """`parts` ranges of about equal size, each starting at a line's first byte."""
+    size = os.path.getsize(path)
+    starts = [0]
+    with open(path, "rb") as handle:
+        for k in range(1, parts):
+            handle.seek(max(k * size // parts, starts[-1]))
+            window = handle.read(MAX_LINE_BYTES + 1)
+            newline = window.find(b"\n")
+            if newline < 0:
+                continue  # one very long line: the range before takes it
+            start = handle.tell() - len(window) + newline + 1
+            if starts[-1] < start < size:
+                starts.append(start)
+    return [(a, b) for a, b in zip(starts, [*starts[1:], size], strict=True)]
+
+
+def merge_logs(parts: list[RangePart]) -> tuple[LogResult, ReadStats, list[int]]:
+    """The parts as one log result and one set of read statistics; also each part's line offset."""
+    merged = LogResult()
+    stats = ReadStats()
+    offsets = []
+    offset = 0
+    for part in parts:
+        offsets.append(offset)
+        _add_log(merged, part.log, offset)
+        stats.bytes += part.stats.bytes
+        stats.problems.extend(part.stats.problems)
+        stats.overlong_lines.extend((line + offset, size) for line, size in part.stats.overlong_lines)
+        stats.binary = stats.binary or part.stats.binary
+        stats.damaged = stats.damaged or part.stats.damaged
+        offset += part.stats.lines
+        if stats.binary or stats.damaged:
+            break
+    stats.lines = offset
+    merged.unrecognized = sorted(merged.unrecognized, key=lambda u: u.line)[:UNRECOGNIZED_KEEP]
+    return merged, stats, offsets
+
+
+def _add_log(merged: LogResult, log: LogResult, offset: int) -> None:
+    for event in log.events:
+        event.line += offset
+    merged.events.extend(log.events)
+    merged.nccl_lines += log.nccl_lines
+    merged.lead_lines += log.lead_lines
+    merged.recognized += log.recognized
+    merged.unrecognized_count += log.unrecognized_count
+    merged.cut_records += log.cut_records
+    for u in log.unrecognized:
+        u.line += offset
+    merged.unrecognized.extend(log.unrecognized)
+    if merged.net_same_device is None and log.net_same_device is not None:
+        merged.net_same_device = (log.net_same_device[0] + offset, log.net_same_device[1])
+    if log.last is not None:
+        merged.last = (log.last[0] + offset, log.last[1])
+    for family, n in log.families.items():
+        merged.families[family] += n
+    for transport, n in log.by_transport.items():
+        merged.by_transport[transport] += n
+    for transport, (line, text) in log.transport_examples.items():
+        if transport not in merged.transport_examples:
+            merged.transport_examples[transport] = (line + offset, text)
+    for key, (count, line, raw) in log.edges.items():
+        entry = merged.edges.get(key)
+        if entry is None:
+            merged.edges[key] = [count, line + offset, raw]
+        else:
+            entry[0] += count

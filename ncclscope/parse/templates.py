@@ -1,0 +1,110 @@
+"""Reading lines that differ only in their values (host names, hex pointers, counts) with one parse.
+
+The exact skeleton of nccl_log.py (digits -> '0') keeps letters, so a hex pointer (`sendbuff
+0x7f3a2c000000`), a bus id such as `9a000` or a host name with letters makes a new skeleton on nearly
+every line of a real log. The *word skeleton* maps every letter and digit to '0': lines of one word
+skeleton have the same length, and the same spaces and punctuation in the same columns. A line that
+was parsed (its shape) becomes a *template* of its word skeleton; another line of that word skeleton
+is read with the template when, column by column, it
+  - equals the template outside every value field (keywords, the level, `P2P`, `IB`, `AllReduce`),
+  - holds digits where the template's field is a decimal number, hex digits where it is a hex one,
+  - holds anything (letters or digits) in the first record's host name.
+The check runs on a whole group of lines at once (numpy). A line that matches none of its word
+skeleton's templates is parsed the exact way and becomes the next template (a few per skeleton).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+WORD_SKELETON = bytes.maketrans((string.ascii_letters + string.digits).encode(), b"0" * 62)
+TEMPLATES_PER_SKELETON = 8  # "[send]"/"[recv]", INFO/WARN, decimal/hex values: a handful is plenty
+_DECIMAL = re.compile(rb"-?[0-9]+(?:[./][0-9]+)*")
+_HEX = re.compile(rb"(?:0x)?[0-9a-fA-F]+")
+_IS_DIGIT = np.zeros(256, dtype=bool)
+_IS_DIGIT[ord("0") : ord("9") + 1] = True
+_IS_HEX = _IS_DIGIT.copy()
+for _c in b"abcdefABCDEF":
+    _IS_HEX[_c] = True
+
+Span = tuple[int, int]
+
+
+@dataclass(slots=True, eq=False)
+class Template:
+    """Which columns of a word skeleton's lines must equal the exemplar, be digits, or be hex digits."""
+
+    shape: Any  # nccl_log.LineShape
+    fixed: np.ndarray
+    want: np.ndarray
+    decimal: np.ndarray
+    hexadecimal: np.ndarray
+
+    def matches(self, matrix: np.ndarray) -> np.ndarray:
+        """One bool per row of `matrix` (lines of this word skeleton, one byte per column)."""
+        ok = (matrix[:, self.fixed] == self.want).all(axis=1)
+        if self.decimal.size:
+            ok &= _IS_DIGIT[matrix[:, self.decimal]].all(axis=1)
+        if self.hexadecimal.size:
+            ok &= _IS_HEX[matrix[:, self.hexadecimal]].all(axis=1)
+        return ok
+
+
+def value_columns(
+    raw: bytes, first_record: int, prefix_spans: list[tuple[str, Span]], field_spans: list[Span]
+) -> np.ndarray:
+    """Per column of a parsed line: 0 fixed, 1 decimal digit, 2 hex digit, 3 free (the host name).
+    `first_record` is where the first record begins (before it: a launcher's tag such as `[1,17]<stdout>:`),
+    `prefix_spans` are (name, span) of every record's prefix in order, `field_spans` every field."""
+    kind = np.zeros(len(raw), dtype=np.int8)
+    _digits(raw, 0, first_record, kind)  # rank numbers and times in a launcher's tag; its words stay
+    seen_host = False
+    for name, (a, b) in prefix_spans:
+        if name == "host":
+            if not seen_host:  # only the first record's host: a glued record's host may be split by name
+                kind[a:b] = 3
+            seen_host = True
+        elif name in ("timestamp", "location"):  # "[2026-03-14 10:14:41.118] ", "transport/net.cc:1398"
+            _digits(raw, a, b, kind)
+        elif name in ("pid", "tid", "cuda_dev"):
+            _classify(raw, a, b, kind)
+    for a, b in field_spans:
+        _classify(raw, a, b, kind)
+    return kind
+
+
+def template_of(shape: Any, kind: np.ndarray) -> Template:
+    """The template of a parsed line (`kind` from value_columns)."""
+    raw: bytes = shape.exemplar
+    alnum = np.frombuffer(raw.translate(WORD_SKELETON), dtype=np.uint8) == ord("0")
+    fixed = np.flatnonzero(alnum & (kind == 0))
+    return Template(
+        shape,
+        fixed,
+        np.frombuffer(raw, dtype=np.uint8)[fixed].copy(),
+        np.flatnonzero(alnum & (kind == 1)),
+        np.flatnonzero(alnum & (kind == 2)),
+    )
+
+
+def _digits(raw: bytes, a: int, b: int, kind: np.ndarray) -> None:
+    for i in range(a, b):
+        if 48 <= raw[i] <= 57:
+            kind[i] = max(kind[i], 1)
+
+
+def _classify(raw: bytes, a: int, b: int, kind: np.ndarray) -> None:
+    """Mark a field's columns decimal or hex when its exemplar text is a number; words stay fixed."""
+    text = raw[a:b]
+    if b <= a:
+        return
+    if _DECIMAL.fullmatch(text):
+        _digits(raw, a, b, kind)
+    elif _HEX.fullmatch(text) and (text.startswith(b"0x") or any(c in b"0123456789" for c in text)):
+        start = a + 2 if text.startswith(b"0x") else a  # "0x" itself stays fixed
+        kind[start:b] = np.maximum(kind[start:b], 2)

@@ -1,0 +1,71 @@
+"""One large file read by several processes (byte ranges, parse/split.py) gives the Case one process gives.
+
+The split threshold is lowered so that a file of a few hundred kB is cut into ranges; the ranges run in
+real worker processes (fork inherits the lowered threshold). Tables, matrices and framework records that
+cross a range's end must still be read whole, and every line number must be the file's own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ncclscope import reading
+from ncclscope.parse import split
+from ncclscope.reading import read_case
+from ncclscope.sources import InputFile
+
+from conftest import FIXTURES
+
+MIXED = [
+    "nccl/v2_18_8xh100_nvswitch.log",
+    "nccl_tests/multi_block_types.txt",
+    "nccl/errors_ib_completion.log",
+    "framework/torch25_watchdog_rank_missing.log",
+    "nccl/coll_tuning_trace.log",
+    "nccl/v2_12_two_hosts_ib_gdr.log",
+    "nccl_tests/failure_mid_table.txt",
+    "nccl/init_incomplete_two_hosts.log",
+]
+
+
+@pytest.fixture
+def big_mixed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    parts = [(FIXTURES / name).read_bytes().rstrip(b"\n") + b"\n" for name in MIXED]
+    target = tmp_path / "mixed.log"
+    target.write_bytes(b"".join(parts * 6))
+    return target
+
+
+def test_ranges_start_at_line_starts_and_cover_the_file(big_mixed_file: Path) -> None:
+    data = big_mixed_file.read_bytes()
+    ranges = split.byte_ranges(str(big_mixed_file), 7)
+    assert len(ranges) == 7
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+    for (_, end), (start, _) in zip(ranges, ranges[1:], strict=False):
+        assert end == start and data[start - 1 : start] == b"\n"
+
+
+@pytest.mark.parametrize("jobs", [2, 5])
+def test_a_file_read_in_ranges_gives_the_case_one_process_gives(big_mixed_file: Path, jobs: int) -> None:
+    item = InputFile(str(big_mixed_file), str(big_mixed_file))
+    assert len(reading._tasks([item], jobs)) == jobs  # it really is cut
+    serial = read_case([str(big_mixed_file)], jobs=1)
+    parallel = read_case([str(big_mixed_file)], jobs=jobs)
+    assert parallel.exit_code == serial.exit_code
+    assert parallel.case.model_dump() == serial.case.model_dump()
+    source = serial.case.sources[0]
+    assert source.lines == big_mixed_file.read_bytes().count(b"\n")
+    assert source.kinds == ["nccl_log", "nccl_tests", "framework_log"]
+
+
+def test_several_large_files_share_the_workers(big_mixed_file: Path, tmp_path: Path) -> None:
+    other = tmp_path / "second.log"
+    other.write_bytes(big_mixed_file.read_bytes())
+    items = [InputFile(str(p), str(p)) for p in (big_mixed_file, other)]
+    assert len(reading._tasks(items, 4)) == 4  # two ranges each
+    serial = read_case([str(big_mixed_file), str(other)], jobs=1)
+    parallel = read_case([str(big_mixed_file), str(other)], jobs=4)
+    assert parallel.case.model_dump() == serial.case.model_dump()
