@@ -44,7 +44,10 @@ def _inputs() -> list[Path]:
 
 INPUTS = _inputs()
 # host:pid:tid [dev] NCCL LEVEL: the prefix fields a paste loses or repeats
-PREFIX_RE = re.compile(rb"(?P<host>[^\s:\[\]]*):(?P<pid>\d+):(?P<tid>\d+)(?P<sp>[ \t]+)\[(?P<dev>\d+)\][ \t]+NCCL ")
+# (the host is bounded: an unbounded run would make a search over a 100 kB line quadratic)
+PREFIX_RE = re.compile(
+    rb"(?P<host>[^\s:\[\]]{0,253}):(?P<pid>\d+):(?P<tid>\d+)(?P<sp>[ \t]+)\[(?P<dev>\d+)\][ \t]+NCCL "
+)
 
 
 @dataclass
@@ -56,20 +59,24 @@ class Mutated:
     newline: bytes = b"\n"
 
 
+def _prefix(line: bytes) -> re.Match[bytes] | None:
+    return PREFIX_RE.search(line) if b"NCCL " in line else None
+
+
 def _empty_field(line: bytes, which: str) -> bytes:
-    m = PREFIX_RE.search(line)
+    m = _prefix(line)
     if m is None:
         return line
     return line[: m.start(which)] + line[m.end(which) :]
 
 
 def _duplicate_prefix(line: bytes) -> bytes:
-    m = PREFIX_RE.search(line)
+    m = _prefix(line)
     return line if m is None else line[: m.end()] + line[m.start() : m.end()] + line[m.end() :]
 
 
 def _strip_prefix(line: bytes) -> bytes:
-    m = PREFIX_RE.search(line)
+    m = _prefix(line)
     if m is None:
         return line
     rest = line[m.end() :]
