@@ -373,12 +373,12 @@ class NcclLogParser:
         i: int,
         lines: list[bytes],
         skeletons: list[bytes],
-        word: bytes | None,
+        word: bytes,
         groups: dict[LineShape, list[int]],
         first_line: int,
     ) -> None:
-        """Line `i` through the exact skeleton cache (learning its shape if new); `word` given: a shape
-        that can be shared becomes a template of that word skeleton."""
+        """Line `i` through the exact skeleton cache (learning its shape if new); a shape that can be
+        shared becomes a template of the line's word skeleton."""
         cache = self._cache
         shape = cache.get(skeletons[i])
         if shape is None:
@@ -392,29 +392,18 @@ class NcclLogParser:
                 self._coarse_cache.clear()
                 self._templates.clear()
             cache[skeletons[i]] = shape
-        if word is not None and shape.plain and shape.recognized:
+        if shape.plain and shape.recognized:
             known = self._templates.setdefault(word, [])
             if len(known) < TEMPLATES_PER_SKELETON and len(shape.exemplar) == len(word):
                 known.append(template_of(shape, shape.kind))
-        if shape.plain:
-            group = groups.get(shape)
-            if group is None:
-                groups[shape] = [i]
-            else:
-                group.append(i)
-            return
         if not shape.records:
             self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
             return
-        if shape.lead is not None:
+        if shape.lead is not None:  # a table row the record was glued to also goes to the other readers
             lead = lines[i][shape.lead[0] : shape.lead[1]].decode("utf-8", "replace")
             self.result.lead_lines += 1
             self._on_other(first_line + i, clean(lead).text)
-        group = groups.get(shape)
-        if group is None:
-            groups[shape] = [i]
-        else:
-            group.append(i)
+        groups.setdefault(shape, []).append(i)
 
     def _match_templates(
         self,
