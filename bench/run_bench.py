@@ -36,7 +36,12 @@ sys.path.insert(0, str(BENCH_DIR))
 import generate_log  # noqa: E402  (sibling module, found through sys.path)
 
 MB = generate_log.MB
-PREFIX_RE = re.compile(rb"^(\S*):(\d+):(\d+) \[(\d+)\] NCCL (INFO|WARN)")
+# The baseline must find the NCCL prefix on the lines that have one, after whatever a launcher or a
+# timestamp put before it (`[1,5]<stdout>:`, `[rank5]:`, `5: `, `[2026-03-14 10:17:06]`) and before a
+# TRACE record's time and function; a regex that fails at the first byte measures nothing.
+PREFIX_RE = re.compile(
+    rb"^(?:\[[^\]]*\](?:<\w+>)?:?\s*|\d+: )*(\S+):(\d+):(\d+) \[(\d+)\] (?:[\d.]+ \S+ )?NCCL (INFO|WARN|TRACE)"
+)
 TARGET_MB_S = 50.0
 TARGET_RATIO = 0.35  # of the same-run one-regex-per-line Python loop
 TARGET_RSS_MB = 300.0

@@ -175,8 +175,10 @@ def _add_events(b: _Builder, parsed: ParsedInput) -> None:
         if not event.host and event.pid is not None and len(hosts_of_pid.get(event.pid, ())) == 1:
             event.repair_host(next(iter(hosts_of_pid[event.pid])))  # a record that lost its host name
         by_process[(event.host, event.pid)].append(event)
-    for (host, pid), events in by_process.items():
+    for events in by_process.values():
         events.sort(key=lambda e: e.line)
+    # processes in the order of their first line: however the parser grouped lines of one shape
+    for (host, pid), events in sorted(by_process.items(), key=lambda item: item[1][0].line):
         state = _process(b, path, host, pid)
         for event in events:
             _add_event(b, state, event, path)
@@ -205,7 +207,7 @@ def _process(b: _Builder, path: str, host: str | None, pid: int | None) -> _Proc
 
 
 def _evidence(path: str, event: Event) -> Evidence:
-    return Evidence(source=path, line=event.line, text=event.text)
+    return Evidence.model_construct(source=path, line=event.line, text=event.text)  # types known: no validation
 
 
 def _add_event(b: _Builder, state: _ProcessState, event: Event, path: str) -> None:

@@ -10,6 +10,7 @@ that reads the fact sees every form. No text is matched here: the grammar has cu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import chain
 from typing import Any
 
 from ncclscope.model import (
@@ -27,6 +28,9 @@ from ncclscope.model import (
 from ncclscope.parse.nccl_log import Event
 
 FACTS_LIMIT = 5000  # facts kept per kind; the rest are counted in Case.facts_capped
+# A handler yields (kind, builder): the fact is built only while its kind has room, so a log of a
+# thousand ranks does not build ten thousand models only to count them.
+Fact = tuple[str, Callable[[], Any]]
 
 
 def as_int(value: Any) -> int | None:
@@ -84,13 +88,12 @@ def _origin(e: Event) -> dict[str, Any]:
 
 
 def _evidence(e: Event, path: str) -> Evidence:
-    return Evidence(source=path, line=e.line, text=e.text)
+    return Evidence.model_construct(source=path, line=e.line, text=e.text)  # types known: no validation
 
 
 # --------------------------------------------------------------------------------- per family
-def _interfaces(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+def _interfaces(e: Event, path: str) -> Iterator[Fact]:
     f = e.fields
-    ev = _evidence(e, path)
     if e.family == "bootstrap":
         entries = listed(f.get("bootstrap_if")) or [f]
         for entry in entries:
@@ -100,8 +103,13 @@ def _interfaces(e: Event, path: str) -> Iterator[tuple[str, Any]]:
                 index = as_int(entry.get("index"))
                 yield (
                     "interfaces",
-                    InterfaceUse(
-                        role="bootstrap", name=str(name), address=address, index=index, evidence=ev, **_origin(e)
+                    lambda name=name, address=address, index=index: InterfaceUse(
+                        role="bootstrap",
+                        name=str(name),
+                        address=address,
+                        index=index,
+                        evidence=_evidence(e, path),
+                        **_origin(e),
                     ),
                 )
     elif e.family == "net_ib" and isinstance(f.get("ib_devices"), dict):
@@ -109,11 +117,11 @@ def _interfaces(e: Event, path: str) -> Iterator[tuple[str, Any]]:
         if oob.get("interface"):
             yield (
                 "interfaces",
-                InterfaceUse(
+                lambda: InterfaceUse(
                     role="oob",
                     name=str(oob["interface"]),
                     address=without_port(oob.get("address")),
-                    evidence=ev,
+                    evidence=_evidence(e, path),
                     **_origin(e),
                 ),
             )
@@ -121,24 +129,23 @@ def _interfaces(e: Event, path: str) -> Iterator[tuple[str, Any]]:
         for entry in listed(f["socket_devices"].get("socket_if")):
             yield (
                 "interfaces",
-                InterfaceUse(
+                lambda entry=entry: InterfaceUse(
                     role="socket",
                     name=str(entry.get("interface")),
                     address=without_port(entry.get("address")),
                     index=as_int(entry.get("index")),
-                    evidence=ev,
+                    evidence=_evidence(e, path),
                     **_origin(e),
                 ),
             )
 
 
-def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+def _gdr(e: Event, path: str) -> Iterator[Fact]:
     f = e.fields
-    ev = _evidence(e, path)
     if e.family == "connected":
         flag = as_int(f.get("gdr_flag"))
         if flag in (0, 1):
-            yield "gdr", GdrReport(scope="rings", enabled=flag == 1, evidence=ev, **_origin(e))
+            yield "gdr", lambda: GdrReport(scope="rings", enabled=flag == 1, evidence=_evidence(e, path), **_origin(e))
         return
     gdr = f.get("gdr", f)
     if not isinstance(gdr, dict) or "gdr_state" not in gdr:
@@ -154,7 +161,7 @@ def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
         name = str(hca.get("quoted", "")).strip("'") or None
         yield (
             "gdr",
-            GdrReport(
+            lambda: GdrReport(
                 scope="hca",
                 enabled=enabled,
                 network=network,
@@ -162,7 +169,7 @@ def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
                 hca_name=name,
                 gpu=hca.get("gpu"),
                 reason=str(hca["gdr_reason"]).strip("()") if hca.get("gdr_reason") else None,
-                evidence=ev,
+                evidence=_evidence(e, path),
                 **_origin(e),
             ),
         )
@@ -170,7 +177,7 @@ def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
         pair = gdr["gdr_pair"]
         yield (
             "gdr",
-            GdrReport(
+            lambda: GdrReport(
                 scope="pair",
                 enabled=enabled,
                 network=network,
@@ -179,20 +186,20 @@ def _gdr(e: Event, path: str) -> Iterator[tuple[str, Any]]:
                 gpu=pair.get("gpu") or pair.get("gpu_node"),
                 distance=as_int(pair.get("distance")),
                 limit=as_int(pair.get("limit")),
-                evidence=ev,
+                evidence=_evidence(e, path),
                 **_origin(e),
             ),
         )
 
 
-def _completion(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+def _completion(e: Event, path: str) -> Iterator[Fact]:
     error = e.fields.get("completion_error")
     if not isinstance(error, dict):
         return
     peer = error.get("peer")
     yield (
         "ib_completion_errors",
-        IbCompletionError(
+        lambda: IbCompletionError(
             peer=peer,
             peer_address=without_port(peer),
             status=as_int(find(error, "status")),
@@ -216,15 +223,21 @@ SOCKET_PROBLEMS = {
 }
 
 
-def _socket(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+def _socket(e: Event, path: str) -> Iterator[Fact]:
     f = e.fields
-    base = {"level": e.level, "evidence": _evidence(e, path), **_origin(e)}
+    base = {"level": e.level, **_origin(e)}
     if e.family == "bootstrap_no_interface" or (e.family == "net_socket" and "socket_no_interface" in f):
         caller = "Bootstrap" if e.family == "bootstrap_no_interface" else "NET/Socket"
-        yield "socket_failures", SocketFailure(problem="no_interface", caller=caller, **base)
+        yield (
+            "socket_failures",
+            lambda: SocketFailure(problem="no_interface", caller=caller, evidence=_evidence(e, path), **base),
+        )
     elif e.family == "bootstrap_failure" or (e.family == "net_socket" and "socket_error" in f):
         caller = "Bootstrap" if e.family == "bootstrap_failure" else "NET/Socket"
-        yield "socket_failures", SocketFailure(problem="other", caller=caller, **base)
+        yield (
+            "socket_failures",
+            lambda: SocketFailure(problem="other", caller=caller, evidence=_evidence(e, path), **base),
+        )
     elif e.family == "socket_failure":
         problem = next((SOCKET_PROBLEMS[k] for k in f if k in SOCKET_PROBLEMS), "other")
         caller = f.get("socket_caller")
@@ -232,7 +245,7 @@ def _socket(e: Event, path: str) -> Iterator[tuple[str, Any]]:
         retry = find(f, "socket_retry")
         yield (
             "socket_failures",
-            SocketFailure(
+            lambda: SocketFailure(
                 problem=problem,  # type: ignore[arg-type]
                 caller="Net" if caller is True else (str(caller) if caller else None),
                 call=find(f, "socket_call") or ("connect" if problem == "connect_failed" else None),
@@ -240,6 +253,7 @@ def _socket(e: Event, path: str) -> Iterator[tuple[str, Any]]:
                 peer_address=without_port(peer),
                 errno_text=find(f, "errno_message"),
                 retrying=isinstance(retry, dict) and "retrying" in retry,
+                evidence=_evidence(e, path),
                 **base,
             ),
         )
@@ -257,7 +271,7 @@ RDMA_MESSAGES = {
 }
 
 
-def _rdma(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+def _rdma(e: Event, path: str) -> Iterator[Fact]:
     f = e.fields
     kind = RDMA_FAMILIES.get(e.family) or next((RDMA_MESSAGES[k] for k in f if k in RDMA_MESSAGES), None)
     if kind is None and e.family == "net_plugin_line" and "plugin_init_failed" in f:
@@ -265,7 +279,7 @@ def _rdma(e: Event, path: str) -> Iterator[tuple[str, Any]]:
     if kind is not None:
         yield (
             "rdma_problems",
-            RdmaProblem(
+            lambda: RdmaProblem(
                 kind=kind,  # type: ignore[arg-type]
                 detail=message_text(e).removeprefix("NET/OFI").strip(),
                 evidence=_evidence(e, path),
@@ -274,27 +288,41 @@ def _rdma(e: Event, path: str) -> Iterator[tuple[str, Any]]:
         )
 
 
-def _p2p(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+def _p2p(e: Event, path: str) -> Iterator[Fact]:
     f = e.fields
-    ev = _evidence(e, path)
     if e.family == "check_p2p_type":
         for pair in listed(f.get("key_value")):
             if pair.get("key") == "intraNodeP2pSupport":
                 value = as_int(pair.get("value"))
-                yield "p2p", P2pReport(kind="intra_node_support", supported=bool(value), evidence=ev, **_origin(e))
+                yield (
+                    "p2p",
+                    lambda value=value: P2pReport(
+                        kind="intra_node_support", supported=bool(value), evidence=_evidence(e, path), **_origin(e)
+                    ),
+                )
     elif e.family == "p2p_not_enabled":
         devices = [f"{d}(={b})" for d, b in zip(listed(f.get("dev")), listed(f.get("bus_id")), strict=False)]
-        yield "p2p", P2pReport(kind="not_enabled", supported=False, devices=devices, evidence=ev, **_origin(e))
+        yield (
+            "p2p",
+            lambda: P2pReport(
+                kind="not_enabled", supported=False, devices=devices, evidence=_evidence(e, path), **_origin(e)
+            ),
+        )
     elif e.family == "p2p_indirect_note":
         devices = [str(f[k]) for k in ("gpu_a", "gpu_b") if f.get(k) is not None]
-        yield "p2p", P2pReport(kind="disabled_on_nvlink", supported=False, devices=devices, evidence=ev, **_origin(e))
+        yield (
+            "p2p",
+            lambda: P2pReport(
+                kind="disabled_on_nvlink", supported=False, devices=devices, evidence=_evidence(e, path), **_origin(e)
+            ),
+        )
 
 
-def _cuda(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+def _cuda(e: Event, path: str) -> Iterator[Fact]:
     f = e.fields
     yield (
         "cuda_errors",
-        CudaError(
+        lambda: CudaError(
             fatal=e.family == "cuda_failure",
             code=as_int(f.get("cuda_error")),
             text=str(f.get("quoted", "")).strip().strip("'"),
@@ -305,17 +333,17 @@ def _cuda(e: Event, path: str) -> Iterator[tuple[str, Any]]:
     )
 
 
-def _sysfs(e: Event, path: str) -> Iterator[tuple[str, Any]]:
+def _sysfs(e: Event, path: str) -> Iterator[Fact]:
     sysfs = e.fields.get("sysfs_path")
     if sysfs:
-        yield "sysfs_unreadable", SysfsUnreadable(path=str(sysfs), evidence=_evidence(e, path), **_origin(e))
+        yield "sysfs_unreadable", lambda: SysfsUnreadable(path=str(sysfs), evidence=_evidence(e, path), **_origin(e))
 
 
-FACTS: dict[str, Callable[[Event, str], Iterator[tuple[str, Any]]]] = {
+FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "bootstrap": _interfaces,
-    "net_ib": lambda e, p: (*_interfaces(e, p), *_gdr(e, p), *_completion(e, p), *_rdma(e, p)),
+    "net_ib": lambda e, p: chain(_interfaces(e, p), _gdr(e, p), _completion(e, p), _rdma(e, p)),
     "net_ib_gin": _completion,
-    "net_socket": lambda e, p: (*_interfaces(e, p), *_socket(e, p)),
+    "net_socket": lambda e, p: chain(_interfaces(e, p), _socket(e, p)),
     "gdr": _gdr,
     "net_gdr_other": _gdr,
     "connected": _gdr,
@@ -340,9 +368,9 @@ def record(case: Case, e: Event, path: str) -> None:
     handler = FACTS.get(e.family)
     if handler is None:
         return
-    for kind, fact in handler(e, path):
+    for kind, build in handler(e, path):
         facts = getattr(case, kind)
         if len(facts) < FACTS_LIMIT:
-            facts.append(fact)
+            facts.append(build())
         else:
             case.facts_capped[kind] = case.facts_capped.get(kind, 0) + 1

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from ncclscope.assemble import assemble
 from ncclscope.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.model import Case, RunRecord, Source
-from ncclscope.parse import nccl_log
+from ncclscope.parse import nccl_log, split
 from ncclscope.parse.source import ParsedInput, join_ranges, parse_input, parse_range
 from ncclscope.parse.split import RangePart, byte_ranges, can_split
 from ncclscope.sources import RUN_MANIFEST, InputFile, expand_inputs, run_manifest
@@ -135,7 +135,8 @@ def _tasks(files: list[InputFile], workers: int) -> list[InputFile]:
     per_file = max(1, workers // max(1, len(files)))  # several large files: each gets its share of workers
     for item in files:
         if per_file > 1 and can_split(item):
-            tasks.extend(InputFile(item.path, item.display, span) for span in byte_ranges(item.path, per_file))
+            spans = byte_ranges(item.path, per_file * split.RANGES_PER_WORKER, split.RANGE_MIN_BYTES)
+            tasks.extend(InputFile(item.path, item.display, span) for span in spans)
         else:
             tasks.append(item)
     return tasks

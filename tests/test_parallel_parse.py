@@ -33,6 +33,7 @@ MIXED = [
 @pytest.fixture
 def big_mixed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
     parts = [(FIXTURES / name).read_bytes().rstrip(b"\n") + b"\n" for name in MIXED]
     target = tmp_path / "mixed.log"
     target.write_bytes(b"".join(parts * 6))
@@ -51,7 +52,7 @@ def test_ranges_start_at_line_starts_and_cover_the_file(big_mixed_file: Path) ->
 @pytest.mark.parametrize("jobs", [2, 5])
 def test_a_file_read_in_ranges_gives_the_case_one_process_gives(big_mixed_file: Path, jobs: int) -> None:
     item = InputFile(str(big_mixed_file), str(big_mixed_file))
-    assert len(reading._tasks([item], jobs)) == jobs  # it really is cut
+    assert len(reading._tasks([item], jobs)) == jobs * split.RANGES_PER_WORKER  # it really is cut
     serial = read_case([str(big_mixed_file)], jobs=1)
     parallel = read_case([str(big_mixed_file)], jobs=jobs)
     assert parallel.exit_code == serial.exit_code
@@ -65,7 +66,7 @@ def test_several_large_files_share_the_workers(big_mixed_file: Path, tmp_path: P
     other = tmp_path / "second.log"
     other.write_bytes(big_mixed_file.read_bytes())
     items = [InputFile(str(p), str(p)) for p in (big_mixed_file, other)]
-    assert len(reading._tasks(items, 4)) == 4  # two ranges each
+    assert len(reading._tasks(items, 4)) == 4 * split.RANGES_PER_WORKER  # two workers' ranges each
     serial = read_case([str(big_mixed_file), str(other)], jobs=1)
     parallel = read_case([str(big_mixed_file), str(other)], jobs=4)
     assert parallel.case.model_dump() == serial.case.model_dump()

@@ -39,6 +39,7 @@ from ncclscope.parse.templates import TEMPLATES_PER_SKELETON, WORD_SKELETON, Tem
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
+DECODE_MEMO = 4096  # decoded field sets kept per record shape (one per distinct value, e.g. per host)
 GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
 ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 
@@ -79,13 +80,29 @@ class RecordShape:
     fields: dict[str, Any] = field(default_factory=dict)  # nested; leaves are spans or True
     elided: bool = False
     _decoder: Callable[[bytes], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _window: Span | None = field(default=None, repr=False, compare=False)  # the bytes the fields come from
+    _memo: dict[bytes, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def decode(self, line: bytes) -> dict[str, Any]:
-        """The fields of `line` as text; a shape decoded twice gets a closure (no type tests per line)."""
+        """The fields of `line` as text; a shape decoded twice gets a closure (no type tests per line).
+        Lines whose field bytes are equal (the same setting or device listing on every rank) share one
+        decoded dict: records are read, never changed, after parsing."""
+        window = self._window
+        if window is None:
+            spans = _spans_of(self.fields)
+            window = self._window = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0, 0)
+        key = line[window[0] : window[1]]
+        fields = self._memo.get(key)
+        if fields is not None:
+            return fields
         if self._decoder is None:
             self._decoder = _decoder(self.fields)
-            return _decode(self.fields, line)  # many shapes serve one line: decode it directly
-        return self._decoder(line)
+            fields = _decode(self.fields, line)  # many shapes serve one line: decode it directly
+        else:
+            fields = self._decoder(line)
+        if len(self._memo) < DECODE_MEMO:
+            self._memo[key] = fields
+        return fields
 
     def __getstate__(self) -> tuple[Any, ...]:  # the decoder is a closure: rebuilt after unpickling
         return (self.span, self.level, self.family, self.reason, self.prefix, self.fields, self.elided)
@@ -93,6 +110,8 @@ class RecordShape:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         self.span, self.level, self.family, self.reason, self.prefix, self.fields, self.elided = state
         self._decoder = None
+        self._window = None
+        self._memo = {}
 
 
 @dataclass(slots=True, eq=False)
@@ -328,18 +347,31 @@ def _decode(value: Any, line: bytes) -> Any:
     return value
 
 
+@dataclass
+class ShapeBook:
+    """What a parser has learnt about line shapes. Parsers of several byte ranges of one file in one
+    worker share it, so that the grammar reads each kind of line once per worker, not once per range."""
+
+    cache: dict[bytes, LineShape] = field(default_factory=dict)  # exact digit skeleton -> shape
+    coarse: dict[bytes, list[tuple[ShapeMover, LineShape]]] = field(default_factory=dict)
+    templates: dict[bytes, list[Template]] = field(default_factory=dict)  # word skeleton -> templates
+    host_ids: dict[bytes, int] = field(default_factory=dict)
+    known_hosts: set[str] = field(default_factory=set)
+
+
 class NcclLogParser:
     """Feeds lines of one source; collects records, counts and the lines that are not NCCL's."""
 
-    def __init__(self, on_other: Callable[[int, str], None]) -> None:
+    def __init__(self, on_other: Callable[[int, str], None], shapes: ShapeBook | None = None) -> None:
         self.result = LogResult()
         self._on_other = on_other
-        self._cache: dict[bytes, LineShape] = {}
+        shapes = shapes or ShapeBook()
+        self._cache = shapes.cache
         self._parser = _parser()
-        self._host_ids: dict[bytes, int] = {}
-        self._coarse_cache: dict[bytes, list[tuple[ShapeMover, LineShape]]] = {}
-        self._known_hosts: set[str] = set()
-        self._templates: dict[bytes, list[Template]] = {}
+        self._host_ids = shapes.host_ids
+        self._coarse_cache = shapes.coarse
+        self._known_hosts = shapes.known_hosts
+        self._templates = shapes.templates
         self.lark_parses = 0  # how many lines the grammar itself read (the rest reused a parse)
         self._unrecognized_cutoff = float("inf")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ncclscope.model import BenchmarkRun, EnvSetting, FrameworkEvent, Source, TopologyMatrix, UnrecognizedLine
 from ncclscope.normalize import clean, strip_launcher_prefix
 from ncclscope.parse.framework_log import FrameworkReader
-from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser
+from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
 from ncclscope.parse.split import OTHER_LINES_KEEP, RangePart, merge_logs
 from ncclscope.parse.topo_matrix import TopologyReader
@@ -117,6 +117,17 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     return _finish(source, stats, log.result, others)
 
 
+_BOOK: tuple[str, ShapeBook] | None = None  # the shapes learnt from this process's last file
+
+
+def _shape_book(path: str) -> ShapeBook:
+    """The shapes this process learnt from earlier ranges of the same file (a worker reads several)."""
+    global _BOOK
+    if _BOOK is None or _BOOK[0] != path:
+        _BOOK = (path, ShapeBook())
+    return _BOOK[1]
+
+
 def parse_range(item: InputFile) -> RangePart:
     """One byte range of a large file (`item.span`): its NCCL records, and its other lines kept in order
     for the readers that follow tables across lines (see split.py)."""
@@ -130,7 +141,7 @@ def parse_range(item: InputFile) -> RangePart:
         else:
             part.too_much_other = True
 
-    log = NcclLogParser(keep)
+    log = NcclLogParser(keep, _shape_book(item.path))
     for block, first_line in iter_blocks(item, stats):
         log.feed_block(block, first_line)
     part.log = log.result

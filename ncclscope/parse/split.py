@@ -16,6 +16,10 @@ from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult
 from ncclscope.sources import MAX_LINE_BYTES, InputFile, ReadStats
 
 SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: start-up costs more than it saves
+# Several ranges per worker: the start of a log (init, new line shapes to learn) costs more per byte
+# than its end, so equal halves leave one worker idle; the pool hands out ranges as workers free up.
+RANGES_PER_WORKER = 4
+RANGE_MIN_BYTES = 16 * 1024 * 1024
 OTHER_LINES_KEEP = 2_000_000  # lines a range holds for the other readers; a file of mostly other text is read whole
 
 
@@ -39,9 +43,11 @@ def can_split(item: InputFile) -> bool:
         return False
 
 
-def byte_ranges(path: str, parts: int) -> list[tuple[int, int]]:
-    """`parts` ranges of about equal size, each starting at a line's first byte."""
+def byte_ranges(path: str, parts: int, min_bytes: int = 1) -> list[tuple[int, int]]:
+    """`parts` ranges of about equal size (fewer where they would be under `min_bytes`), each starting
+    at a line's first byte."""
     size = os.path.getsize(path)
+    parts = max(1, min(parts, size // max(1, min_bytes)))
     starts = [0]
     with open(path, "rb") as handle:
         for k in range(1, parts):

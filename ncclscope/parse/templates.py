@@ -26,6 +26,7 @@ WORD_SKELETON = bytes.maketrans((string.ascii_letters + string.digits).encode(),
 TEMPLATES_PER_SKELETON = 8  # "[send]"/"[recv]", INFO/WARN, decimal/hex values: a handful is plenty
 _DECIMAL = re.compile(rb"-?[0-9]+(?:[./][0-9]+)*")
 _HEX = re.compile(rb"(?:0x)?[0-9a-fA-F]+")
+_WORD = re.compile(rb"[A-Za-z0-9]+")
 _IS_DIGIT = np.zeros(256, dtype=bool)
 _IS_DIGIT[ord("0") : ord("9") + 1] = True
 _IS_HEX = _IS_DIGIT.copy()
@@ -99,12 +100,27 @@ def _digits(raw: bytes, a: int, b: int, kind: np.ndarray) -> None:
 
 
 def _classify(raw: bytes, a: int, b: int, kind: np.ndarray) -> None:
-    """Mark a field's columns decimal or hex when its exemplar text is a number; words stay fixed."""
+    """Mark a field's columns decimal or hex when its exemplar text is a number; in a field of several
+    words (a TRACE message, a free-text tail) each number among them, so that "Posted send of 512 bytes"
+    and "... of 4096 bytes" share a parse. Words stay fixed."""
     text = raw[a:b]
     if b <= a:
         return
     if _DECIMAL.fullmatch(text):
         _digits(raw, a, b, kind)
-    elif _HEX.fullmatch(text) and (text.startswith(b"0x") or any(c in b"0123456789" for c in text)):
+    elif _is_hex(text):
         start = a + 2 if text.startswith(b"0x") else a  # "0x" itself stays fixed
         kind[start:b] = np.maximum(kind[start:b], 2)
+    else:
+        for word in _WORD.finditer(text):
+            start, end = a + word.start(), a + word.end()
+            if word.group().isdigit():
+                _digits(raw, start, end, kind)
+            elif _is_hex(word.group()):
+                start += 2 if word.group().startswith(b"0x") else 0
+                kind[start:end] = np.maximum(kind[start:end], 2)
+
+
+def _is_hex(text: bytes) -> bool:
+    """A hex number: `0x` and hex digits, or hex digits with at least one decimal digit (`9a000`, not `add`)."""
+    return bool(_HEX.fullmatch(text)) and (text.startswith(b"0x") or any(c in b"0123456789" for c in text))
