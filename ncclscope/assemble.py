@@ -141,6 +141,7 @@ class _Builder:
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
+    """The inputs' records as one Case (their NCCL records are consumed: each input's list is emptied)."""
     case = Case(ncclscope_version=__version__)
     builder = _Builder(case)
     summary = ConnectionSummary()
@@ -155,6 +156,7 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
             case.facts_capped[kind] = case.facts_capped.get(kind, 0) + n
         _add_events(builder, parsed)
         _last_error_texts(parsed)
+        parsed.log.events = []  # assembled: the memory goes to the next input and to the output
         _add_connections(parsed, summary, edges)
     case.connections = summary
     case.edges = _edge_models(edges)
@@ -167,14 +169,18 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
 def _add_events(b: _Builder, parsed: ParsedInput) -> None:
     path = parsed.source.path
     by_process: dict[tuple[str | None, int | None], list[Event]] = defaultdict(list)
+    for event in parsed.log.events:
+        by_process[event.host, event.pid].append(event)
     hosts_of_pid: dict[int, set[str]] = defaultdict(set)
-    for event in parsed.log.events:
-        if event.host and event.pid is not None:
-            hosts_of_pid[event.pid].add(event.host)
-    for event in parsed.log.events:
-        if not event.host and event.pid is not None and len(hosts_of_pid.get(event.pid, ())) == 1:
-            event.repair_host(next(iter(hosts_of_pid[event.pid])))  # a record that lost its host name
-        by_process[(event.host, event.pid)].append(event)
+    for host, pid in by_process:
+        if host and pid is not None:
+            hosts_of_pid[pid].add(host)
+    for host, pid in list(by_process):
+        if not host and pid is not None and len(hosts_of_pid.get(pid, ())) == 1:
+            known = next(iter(hosts_of_pid[pid]))  # records that lost their host name: their process's
+            for event in by_process.pop((host, pid)):
+                event.repair_host(known)
+                by_process[known, pid].append(event)
     for events in by_process.values():
         events.sort(key=lambda e: e.line)
     # processes in the order of their first line: however the parser grouped lines of one shape
@@ -207,7 +213,7 @@ def _process(b: _Builder, path: str, host: str | None, pid: int | None) -> _Proc
 
 
 def _evidence(path: str, event: Event) -> Evidence:
-    return Evidence.model_construct(source=path, line=event.line, text=event.text)  # types known: no validation
+    return Evidence(source=path, line=event.line, text=event.text)
 
 
 def _add_event(b: _Builder, state: _ProcessState, event: Event, path: str) -> None:
@@ -739,8 +745,8 @@ def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
                 direction=direction or "",
                 host=host,
                 nic=nic if nic >= 0 else None,
-                gdr=gdr,
-                shared=shared,
+                gdr=bool(gdr),
+                shared=bool(shared),
                 proxy_rank=proxy if proxy >= 0 else None,
                 channels=count,
                 evidence=Evidence(source=path, line=line, text=clean(raw.decode("utf-8", "replace")).text),

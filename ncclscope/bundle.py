@@ -27,6 +27,7 @@ from pathlib import Path
 from ncclscope import __version__
 from ncclscope.engine import analyze
 from ncclscope.model import Analysis
+from ncclscope.output_files import rename_target, written_in_place
 from ncclscope.reading import ReadOutcome, read_files
 from ncclscope.redact import Redactor, read_input_bytes, redact_inputs
 from ncclscope.sources import BUNDLE_INPUTS, BUNDLE_MANIFEST, InputFile, expand_inputs
@@ -164,6 +165,14 @@ def _manifest(contents: dict[str, Path], redact: bool, command: str, notes: list
 
 
 def _write_archive(out: Path, contents: dict[str, Path], manifest: dict[str, object]) -> None:
+    if written_in_place(out):  # /dev/null, a pipe: written into, never renamed over (output_files.py)
+        try:
+            with open(out, "wb") as raw, tarfile.open(fileobj=raw, mode="w|gz") as tar:
+                _fill_archive(tar, contents, manifest)
+        except OSError as exc:
+            raise BundleError(f"{out}: cannot write the bundle: {exc.strerror or exc}") from exc
+        return
+    out = rename_target(out)
     directory = out.parent if str(out.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=directory)
@@ -171,11 +180,7 @@ def _write_archive(out: Path, contents: dict[str, Path], manifest: dict[str, obj
         raise BundleError(f"{out}: cannot write the bundle: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
-            data = json.dumps(manifest, indent=2).encode() + b"\n"
-            _add(tar, BUNDLE_MANIFEST, io.BytesIO(data), len(data))
-            for name, path in contents.items():
-                with open(path, "rb") as handle:
-                    _add(tar, name, handle, path.stat().st_size)
+            _fill_archive(tar, contents, manifest)
         os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, out)
     except OSError as exc:
@@ -184,6 +189,14 @@ def _write_archive(out: Path, contents: dict[str, Path], manifest: dict[str, obj
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _fill_archive(tar: tarfile.TarFile, contents: dict[str, Path], manifest: dict[str, object]) -> None:
+    data = json.dumps(manifest, indent=2).encode() + b"\n"
+    _add(tar, BUNDLE_MANIFEST, io.BytesIO(data), len(data))
+    for name, path in contents.items():
+        with open(path, "rb") as handle:
+            _add(tar, name, handle, path.stat().st_size)
 
 
 def _add(tar: tarfile.TarFile, name: str, handle: io.BufferedIOBase | io.BytesIO, size: int) -> None:

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from ncclscope import __version__
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
+from ncclscope.output_files import rename_target, write_in_place, written_in_place
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
 
@@ -96,6 +97,10 @@ def _write_output(text: str, output: Path | None) -> None:
         if not text.endswith("\n"):
             sys.stdout.write("\n")
         return
+    if written_in_place(output):  # /dev/null, a pipe: never renamed over (output_files.py)
+        write_in_place(output, text.encode("utf-8"))
+        return
+    output = rename_target(output)
     directory = output.resolve().parent
     fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=directory)
     try:

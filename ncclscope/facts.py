@@ -35,6 +35,10 @@ Fact = tuple[str, Callable[[], Any]]
 
 def as_int(value: Any) -> int | None:
     """A decoded field as a number; NCCL ends some numbers with a period ("set by environment to 22.")."""
+    if value is None or value is True:  # an absent field, or a flag: no exception to raise and catch
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
     try:
         return int(str(value).strip().rstrip("."))
     except (TypeError, ValueError):
@@ -88,7 +92,7 @@ def _origin(e: Event) -> dict[str, Any]:
 
 
 def _evidence(e: Event, path: str) -> Evidence:
-    return Evidence.model_construct(source=path, line=e.line, text=e.text)  # types known: no validation
+    return Evidence(source=path, line=e.line, text=e.text)
 
 
 # --------------------------------------------------------------------------------- per family

@@ -8,9 +8,11 @@ Exit status contract (shared by every command that reads inputs):
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,8 +84,9 @@ def read_files(
 ) -> ReadOutcome:
     """Inputs already expanded (`problems`: paths that could not be used; `paths`: as named).
     `progress` is called with the size of each block read; giving it reads the inputs in this process."""
-    parsed, interrupted = _parse_all(files, 1 if progress else jobs, progress)
-    case = assemble(parsed)
+    with gc_paused():
+        parsed, interrupted = _parse_all(files, 1 if progress else jobs, progress)
+        case = assemble(parsed)
     messages = list(problems)
     unusable = bool(problems)
     for source in case.sources:
@@ -143,7 +146,21 @@ def _tasks(files: list[InputFile], workers: int) -> list[InputFile]:
 
 
 def _run_task(task: InputFile) -> ParsedInput | RangePart:
-    return parse_range(task) if task.span is not None else parse_input(task)
+    with gc_paused():
+        return parse_range(task) if task.span is not None else parse_input(task)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while reading: parsing makes millions of small objects and few
+    cycles, and every full collection walks them all (a quarter of the time of a large log)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _workers(files: list[InputFile], jobs: int | None) -> int:

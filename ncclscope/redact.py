@@ -25,6 +25,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from ncclscope.output_files import rename_target, write_in_place, written_in_place
 from ncclscope.sources import InputFile, expand_inputs
 
 KEEP_ENV_PREFIXES = ("NCCL_", "CUDA_", "UCX_", "FI_")
@@ -290,6 +291,10 @@ def _read_gzip(handle: gzip.GzipFile) -> bytes:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    if written_in_place(path):  # /dev/null, a pipe: never renamed over (output_files.py)
+        write_in_place(path, data)
+        return
+    path = rename_target(path)
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ncclscope import __version__
 from ncclscope.model import Analysis
+from ncclscope.output_files import rename_target, write_in_place, written_in_place
 from ncclscope.render.findings import describe_platform, headline
 from ncclscope.render.html import (
     EVIDENCE_CAP,
@@ -78,6 +79,10 @@ def _write_all(files: list[tuple[Path, bytes]]) -> None:
     temps: list[tuple[str, Path]] = []
     try:
         for target, data in files:
+            if written_in_place(target):  # /dev/null, a pipe: never renamed over (output_files.py)
+                write_in_place(target, data)
+                continue
+            target = rename_target(target)
             directory = target.parent if str(target.parent) else Path(".")
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
             temps.append((tmp, target))

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-BLOCK_BYTES = 16 * 1024 * 1024  # big blocks: fewer, larger groups of same-shape lines
+BLOCK_BYTES = (
+    8 * 1024 * 1024
+)  # whole lines per step: large groups of same-shape lines, and memory under 300 MB a process
 STDIN_READ_BYTES = 64 * 1024  # small reads: a piped job's output is analysed as it arrives
 MAX_LINE_BYTES = 64 * 1024  # longer lines are cut here (the rest is dropped and reported)
 SNIFF_BYTES = 8192

@@ -149,7 +149,7 @@ class Event:
         self.raw = raw
         self.shape = shape
         self._fields: dict[str, Any] | None = None
-        self._origin: tuple[str | None, int | None] | None = None
+        self._origin: tuple[str | None, int | None, int | None, int | None] | None = None
 
     @property
     def family(self) -> str:
@@ -177,11 +177,21 @@ class Event:
         span = self.shape.prefix.get(key)
         return span_text(self.raw[span[0] : span[1]]) if span else None
 
-    def _host_pid(self) -> tuple[str | None, int | None]:
-        if self._origin is None:
-            pid = self._prefix("pid")
-            self._origin = (self._prefix("host"), int(pid) if pid else None)
-        return self._origin
+    def _number(self, key: str) -> int | None:
+        value = self._prefix(key)
+        return int(value) if value else None
+
+    def _host_pid(self) -> tuple[str | None, int | None, int | None, int | None]:
+        """host, pid, tid and CUDA device, read once (the assembler asks for them many times)."""
+        origin = self._origin
+        if origin is None:
+            origin = self._origin = (
+                self._prefix("host"),
+                self._number("pid"),
+                self._number("tid"),
+                self._number("cuda_dev"),
+            )
+        return origin
 
     @property
     def host(self) -> str | None:
@@ -189,7 +199,7 @@ class Event:
 
     def repair_host(self, host: str) -> None:
         """The host name this record lost, known from the other records of its process (same pid)."""
-        self._origin = (host, self._host_pid()[1])
+        self._origin = (host, *self._host_pid()[1:])
 
     @property
     def pid(self) -> int | None:
@@ -197,13 +207,11 @@ class Event:
 
     @property
     def tid(self) -> int | None:
-        value = self._prefix("tid")
-        return int(value) if value else None
+        return self._host_pid()[2]
 
     @property
     def cuda_dev(self) -> int | None:
-        value = self._prefix("cuda_dev")
-        return int(value) if value else None
+        return self._host_pid()[3]
 
     @property
     def timestamp(self) -> str | None:

@@ -1,0 +1,32 @@
+"""Where a file the user named is written: atomically beside a regular file, in place on anything else.
+
+Every output (-o, reports, plots, bundles, redacted copies) is written to a temporary name and renamed,
+so no half-written file is left. A rename must not reach a device, a pipe or a socket: renaming over
+`-o /dev/null` (as root) would replace the device with a regular file. A symbolic link is followed, so
+the file it points to is replaced and the link stays.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def written_in_place(path: Path) -> bool:
+    """The path names something that is not a regular file (a device, FIFO or socket): write into it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # absent (or unreadable): a new file is made by rename
+    return not stat.S_ISREG(mode)
+
+
+def rename_target(path: Path) -> Path:
+    """The path a temporary file is renamed to: the file a symbolic link points to, else the path."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def write_in_place(path: Path, data: bytes) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)

@@ -1,0 +1,65 @@
+"""Outputs named by the user: a pipe (or device) is written into, never renamed over; a link is followed.
+
+Renaming the temporary file over `-o /dev/null` replaced the device with a regular file (as root). The
+test uses a FIFO, which takes the same path through the code and is safe to break.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_cli
+
+LOG = str(FIXTURES / "nccl" / "v2_18_8xh100_nvswitch.log")
+
+
+def _read_fifo(path: Path, into: list[bytes]) -> threading.Thread:
+    def reader() -> None:
+        with open(path, "rb") as handle:
+            into.append(handle.read())
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("command", [["parse", "--format", "json"], ["analyze", "--format", "json"]])
+def test_output_into_a_pipe_stays_a_pipe(tmp_path: Path, command: list[str]) -> None:
+    fifo = tmp_path / "out.pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    thread = _read_fifo(fifo, received)
+    result = run_cli(*command, LOG, "-o", str(fifo))
+    thread.join(timeout=30)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the pipe was replaced by a regular file"
+    assert result.returncode in (0, 1), result.stderr.decode()
+    assert received and json.loads(received[0])
+
+
+def test_report_into_a_pipe_stays_a_pipe(tmp_path: Path) -> None:
+    fifo = tmp_path / "report.md"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    thread = _read_fifo(fifo, received)
+    result = run_cli("report", LOG, "-o", str(fifo))
+    thread.join(timeout=60)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert result.returncode in (0, 1), result.stderr.decode()
+    assert received and b"ncclscope" in received[0]
+
+
+def test_output_through_a_link_replaces_the_file_it_points_to(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    result = run_cli("parse", "--format", "json", LOG, "-o", str(link))
+    assert result.returncode == 0, result.stderr.decode()
+    assert link.is_symlink()
+    assert json.loads(real.read_text())["sources"]
