@@ -388,7 +388,6 @@ class NcclLogParser:
         """`data` holds whole lines separated by b'\\n' (no trailing newline)."""
         data = unwrap_autolinks(data)
         lines = data.split(b"\n")
-        skeletons = data.translate(DIGITS_TO_ZERO).split(b"\n")
         words = data.translate(WORD_SKELETON).split(b"\n")
         groups: dict[LineShape, list[int]] = {}
         by_word: dict[bytes, list[int]] = {}
@@ -401,18 +400,17 @@ class NcclLogParser:
                 else:
                     pending.append(i)
                 continue
-            self._exact(i, lines, skeletons, word, groups, first_line)
+            self._exact(i, lines, word, groups, first_line)
         for word, indices in by_word.items():
-            self._match_templates(word, indices, lines, skeletons, groups, first_line)
+            self._match_templates(word, indices, lines, groups, first_line)
         for shape, indices in groups.items():
             self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
-        self._note_last(lines, skeletons, first_line)
+        self._note_last(lines, first_line)
 
     def _exact(
         self,
         i: int,
         lines: list[bytes],
-        skeletons: list[bytes],
         word: bytes,
         groups: dict[LineShape, list[int]],
         first_line: int,
@@ -420,7 +418,8 @@ class NcclLogParser:
         """Line `i` through the exact skeleton cache (learning its shape if new); a shape that can be
         shared becomes a template of the line's word skeleton."""
         cache = self._cache
-        shape = cache.get(skeletons[i])
+        skeleton = lines[i].translate(DIGITS_TO_ZERO)  # only lines no template read need it
+        shape = cache.get(skeleton)
         if shape is None:
             line = lines[i]
             if len(line) > MAX_LINE_BYTES:
@@ -431,7 +430,7 @@ class NcclLogParser:
                 cache.clear()
                 self._coarse_cache.clear()
                 self._templates.clear()
-            cache[skeletons[i]] = shape
+            cache[skeleton] = shape
         if shape.plain and shape.recognized:
             known = self._templates.setdefault(word, [])
             if len(known) < TEMPLATES_PER_SKELETON and len(shape.exemplar) == len(word):
@@ -450,7 +449,6 @@ class NcclLogParser:
         word: bytes,
         indices: list[int],
         lines: list[bytes],
-        skeletons: list[bytes],
         groups: dict[LineShape, list[int]],
         first_line: int,
     ) -> None:
@@ -470,19 +468,19 @@ class NcclLogParser:
                         return
             tried = len(templates)
             # the first line no template reads is parsed the exact way; its shape may serve the others
-            self._exact(int(rest[0]), lines, skeletons, word, groups, first_line)
+            self._exact(int(rest[0]), lines, word, groups, first_line)
             rest, matrix = rest[1:], matrix[1:]
             if len(templates) == tried:  # no new template (full, or a line that cannot be shared)
                 for i in rest.tolist():
-                    self._exact(i, lines, skeletons, word, groups, first_line)
+                    self._exact(i, lines, word, groups, first_line)
                 return
 
-    def _note_last(self, lines: list[bytes], skeletons: list[bytes], first_line: int) -> None:
+    def _note_last(self, lines: list[bytes], first_line: int) -> None:
         """What the last non-empty line of the block is (truncation: does the input stop mid-listing?)."""
         for i in range(len(lines) - 1, -1, -1):
             if not lines[i].strip():
                 continue
-            shape = self._cache.get(skeletons[i])
+            shape = self._cache.get(lines[i].translate(DIGITS_TO_ZERO))
             if shape is None and len(lines[i]) <= MAX_LINE_BYTES:
                 shape = self._shape_for_new_skeleton(lines[i])
             if shape is None or not shape.records:
@@ -517,9 +515,11 @@ class NcclLogParser:
         """Lines differing only in number lengths or hex values reuse a parse (see shapes.py)."""
         key = coarse_key(line)
         known = self._coarse_cache.get(key)
-        for mover, shape in known or ():
+        for n, (mover, shape) in enumerate(known or ()):
             moved = self._move_shape(mover, shape, line)
             if moved is not None:
+                if n:  # the shape that served last is tried first: lines of one kind come in runs
+                    known.insert(0, known.pop(n))  # type: ignore[union-attr]
                 return moved
         shape = self._learn(line)
         if shape.records:
@@ -711,17 +711,15 @@ class NcclLogParser:
     @staticmethod
     def _fixed_digit_columns(raw: bytes, records: list[RecordShape]) -> np.ndarray | None:
         """Digits inside a record but outside every field: keywords such as P2P, NV18, C2C."""
-        covered = bytearray(len(raw))
+        covered = np.zeros(len(raw), dtype=bool)
+        inside = np.zeros(len(raw), dtype=bool)
         for record in records:
+            inside[record.span[0] : record.span[1]] = True
             for a, b in list(record.prefix.values()) + _spans_of(record.fields):
-                covered[a:b] = b"\x01" * (b - a)
-        columns = [
-            i
-            for record in records
-            for i in range(record.span[0], record.span[1])
-            if 48 <= raw[i] <= 57 and not covered[i]
-        ]
-        return np.array(columns, dtype=np.intp) if columns else None
+                covered[a:b] = True
+        digits = np.frombuffer(raw, dtype=np.uint8)
+        columns = np.flatnonzero(inside & ~covered & (digits >= 48) & (digits <= 57))
+        return columns.astype(np.intp) if columns.size else None
 
     # -------------------------------------------------------------------------------- emitting
     def _emit_group(self, shape: LineShape, lines: list[bytes], line_nos: list[int]) -> None:

@@ -94,9 +94,12 @@ def template_of(shape: Any, kind: np.ndarray) -> Template:
 
 
 def _digits(raw: bytes, a: int, b: int, kind: np.ndarray) -> None:
-    for i in range(a, b):
-        if 48 <= raw[i] <= 57:
-            kind[i] = max(kind[i], 1)
+    """Mark the decimal digits of raw[a:b] (at least class 1)."""
+    if b <= a:
+        return
+    digit = _IS_DIGIT[np.frombuffer(raw, dtype=np.uint8, count=b - a, offset=a)]
+    window = kind[a:b]
+    window[digit & (window < 1)] = 1
 
 
 def _classify(raw: bytes, a: int, b: int, kind: np.ndarray) -> None:
