@@ -88,15 +88,18 @@ def host_gdr(ctx: Context) -> dict[str, HostGdr]:
     """GDR evidence of the hosts that use (or only list) an RDMA network; Socket-only hosts are left out."""
     nets = host_nets(ctx)
     out: dict[str, HostGdr] = {}
+    decided: dict[str, HostGdr | None] = {}  # per host once: a large job has thousands of edges per host
 
     def entry(host: str | None) -> HostGdr | None:
         if not host:
             return None
+        if host in decided:
+            return decided[host]
         net = nets.get(host) or HostNet(host)
         nets.setdefault(host, net)
-        if net.uses_socket and not net.uses_rdma:
-            return None
-        return out.setdefault(host, HostGdr(net))
+        gdr = None if net.uses_socket and not net.uses_rdma else out.setdefault(host, HostGdr(net))
+        decided[host] = gdr
+        return gdr
 
     for net in nets.values():
         for edge in net.rdma_edges:
