@@ -95,22 +95,30 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def _write_output(text: str, output: Path | None) -> None:
-    """Print, or write atomically (temporary file then rename) so no half-written file is left."""
+def _write_output(text: str | bytes, output: Path | None) -> None:
+    """Print, or write atomically (temporary file then rename) so no half-written file is left.
+    `text` may be UTF-8 bytes already (a large Case's JSON: one copy of it, not two)."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    if not data.endswith(b"\n"):
+        data += b"\n"
     if output is None:
-        sys.stdout.write(text)
-        if not text.endswith("\n"):
-            sys.stdout.write("\n")
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:  # a text-only stream (a test's capture)
+            sys.stdout.write(data.decode("utf-8"))
+            return
+        sys.stdout.flush()
+        buffer.write(data)
+        buffer.flush()
         return
     if written_in_place(output):  # /dev/null, a pipe: never renamed over (output_files.py)
-        write_in_place(output, text.encode("utf-8"))
+        write_in_place(output, data)
         return
     output = rename_target(output)
     directory = output.resolve().parent
     fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(tmp, output)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -134,7 +142,7 @@ def parse(
     outcome = read_case(paths, jobs)
     _report_problems(outcome.messages)
     if output_format is OutputFormat.json:
-        _write_output(outcome.case.model_dump_json(indent=2), output)
+        _write_output(outcome.case.__pydantic_serializer__.to_json(outcome.case, indent=2), output)
     else:
         from ncclscope.render.summary import print_summary
 

@@ -295,3 +295,26 @@ def test_lines_that_differ_only_in_values_reach_the_grammar_a_handful_of_times()
     assert not others
     # host names, pid widths, hex opCounts and pointers vary on every line; the wording does not
     assert parser.lark_parses <= 12, parser.lark_parses
+
+
+def test_trace_lines_whose_numbers_vary_reach_the_grammar_a_handful_of_times() -> None:
+    """A TRACE record's message is one free-text field: its numbers (sizes, channels, pointers, the
+    elapsed time before the function) vary from line to line, its words do not."""
+    rng = random.Random(11)
+    messages = [
+        lambda: f"Posted send of {rng.randint(1, 1 << 24)} bytes on channel {rng.randrange(32)}",
+        lambda: f"Allocated {rng.randint(1, 1 << 30)} bytes at 0x{rng.randrange(1 << 40, 1 << 47):x}",
+        lambda: f"Connected peer {rng.randrange(1024)} channel {rng.randrange(32)}",
+    ]
+    functions = ["ncclProxyPost:312", "ncclCudaCalloc:96", "ncclTransportP2pSetup:140"]
+    lines = []
+    for _ in range(3_000):
+        kind = rng.randrange(3)
+        lines.append(
+            f"node{rng.randint(1, 128):03d}:{rng.randint(1000, 99999)}:{rng.randint(1000, 99999)} "
+            f"[{rng.randrange(8)}] {rng.uniform(0, 5000):.6f} {functions[kind]} NCCL TRACE {messages[kind]()}"
+        )
+    parser = NcclLogParser(lambda n, t: None)
+    parser.feed_block("\n".join(lines).encode(), 1)
+    assert (parser.result.recognized, dict(parser.result.families)) == (3_000, {"trace": 3_000})
+    assert parser.lark_parses <= 12, parser.lark_parses
