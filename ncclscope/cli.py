@@ -10,7 +10,6 @@ import gc
 import json
 import os
 import sys
-import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +19,7 @@ from rich.console import Console
 
 from ncclscope import __version__
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
-from ncclscope.output_files import rename_target, write_in_place, written_in_place
+from ncclscope.output_files import write_file
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
 
@@ -110,19 +109,7 @@ def _write_output(text: str | bytes, output: Path | None) -> None:
         buffer.write(data)
         buffer.flush()
         return
-    if written_in_place(output):  # /dev/null, a pipe: never renamed over (output_files.py)
-        write_in_place(output, data)
-        return
-    output = rename_target(output)
-    directory = output.resolve().parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, output)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(output, data)  # never renamed over a device or pipe (output_files.py)
 
 
 def _report_problems(messages: list[str]) -> None:

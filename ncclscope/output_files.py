@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 
@@ -30,3 +31,20 @@ def rename_target(path: Path) -> Path:
 def write_in_place(path: Path, data: bytes) -> None:
     with open(path, "wb") as handle:
         handle.write(data)
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """`data` into `path`: into a device or pipe in place, else a temporary file beside it, renamed."""
+    if written_in_place(path):
+        write_in_place(path, data)
+        return
+    path = rename_target(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -16,7 +16,6 @@ from __future__ import annotations
 import gzip
 import ipaddress
 import json
-import os
 import re
 import shutil
 import sys
@@ -25,7 +24,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from ncclscope.output_files import rename_target, write_in_place, written_in_place
+from ncclscope.output_files import write_file
 from ncclscope.sources import InputFile, expand_inputs
 
 KEEP_ENV_PREFIXES = ("NCCL_", "CUDA_", "UCX_", "FI_")
@@ -85,7 +84,7 @@ class Redactor:
     def write_map(self, path: str | Path) -> None:
         """The map as JSON (pseudonym kinds -> original -> pseudonym), to a file of its own."""
         text = json.dumps(self.map, indent=2, sort_keys=True) + "\n"
-        _atomic_write(Path(path), text.encode())
+        write_file(Path(path), text.encode())
 
     # ------------------------------------------------------------------------- learning
     def add_host(self, name: str) -> None:
@@ -288,22 +287,6 @@ def _read_gzip(handle: gzip.GzipFile) -> bytes:
             break
         parts.append(piece)
     return b"".join(parts)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    if written_in_place(path):  # /dev/null, a pipe: never renamed over (output_files.py)
-        write_in_place(path, data)
-        return
-    path = rename_target(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # -------------------------------------------------------------------------------- pipeline
