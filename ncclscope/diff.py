@@ -13,10 +13,8 @@ disappeared.
 from __future__ import annotations
 
 import io
-import os
 import re
 import statistics
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from rich.table import Table
 
 from ncclscope import __version__
 from ncclscope.model import Analysis, BenchmarkRow, Finding
-from ncclscope.output_files import rename_target, write_in_place, written_in_place
+from ncclscope.output_files import write_file
 from ncclscope.render.labels import human_size
 
 DEFAULT_THRESHOLD = 0.10
@@ -365,20 +363,9 @@ def diff_plot_png(diff: RunDiff, path: str | Path) -> Path | None:
         for ax, series in zip(axes[:, 0], diff.series, strict=True):
             _plot_series(ax, series)
         fig.tight_layout()
-        if written_in_place(target):  # /dev/null, a pipe: never renamed over (output_files.py)
-            buffer = io.BytesIO()
-            fig.savefig(buffer, format="png", dpi=100)
-            write_in_place(target, buffer.getvalue())
-            return
-        target = rename_target(target)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".png", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                fig.savefig(out, format="png", dpi=100)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100)
+        write_file(target, buffer.getvalue())  # never renamed over a device or pipe (output_files.py)
     finally:
         plt.close(fig)
     return target
