@@ -86,6 +86,10 @@ def child_env() -> dict[str, str]:
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
+    # An installed package has its bytecode compiled (pip does it at install); a checkout run with
+    # PYTHONDONTWRITEBYTECODE would compile every changed module again in each child and each
+    # worker, which measures the compiler, not ncclscope.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 

@@ -6,6 +6,7 @@ should not pay for that (issue 11: start-up under 0.4 s).
 
 from __future__ import annotations
 
+import gc
 import sys
 
 
@@ -15,6 +16,12 @@ def main() -> None:
 
         print(f"ncclscope {__version__}")
         return
+    # Importing builds thousands of long-lived objects (pydantic schemas, grammars, the rule
+    # catalogue); the cyclic collector would scan them again and again while they load, for
+    # nothing. Pause it, then freeze what was imported so later collections skip it.
+    gc.disable()
     from ncclscope.cli import main as run_cli
 
+    gc.freeze()
+    gc.enable()
     run_cli()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +117,8 @@ def _parse_all(
                 results.append(ParsedInput(Source(path=item.display, problems=["interrupted while reading"])))
                 return results, True
         return results, False
+    from concurrent.futures import ProcessPoolExecutor  # multiprocessing costs 30 ms to import: only when used
+
     tasks = _tasks(files, workers)
     nccl_log._parser()  # build the grammar once; forked workers inherit it
     with ProcessPoolExecutor(max_workers=workers) as pool:

@@ -52,6 +52,11 @@ BULK_FAMILIES = frozenset(
 )
 
 Span = tuple[int, int]
+Origin = tuple[str | None, int | None, int | None, int | None]  # host, pid, tid, CUDA device
+ORIGIN_KEYS = ("host", "pid", "tid", "cuda_dev")
+ORIGIN_MEMO = 65_536  # processes remembered per prefix layout
+# prefix layout (the origin fields' spans relative to the first) -> its window's bytes -> origin
+_ORIGIN_TABLES: dict[tuple[Span | None, ...], dict[bytes, Origin]] = {}
 
 # Families whose grammar rule holds several kinds of message (NET/IB lists devices, reports GDR,
 # completion errors ...): a record's kind is the name of the alternative that matched.
@@ -82,6 +87,25 @@ class RecordShape:
     _decoder: Callable[[bytes], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
     _window: Span | None = field(default=None, repr=False, compare=False)  # the bytes the fields come from
     _memo: dict[bytes, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
+    _origin_window: Span | None = field(default=None, repr=False, compare=False)
+    _origins: dict[bytes, Origin] = field(default_factory=dict, repr=False, compare=False)
+
+    def origin(self, line: bytes) -> Origin:
+        """host, pid, tid and CUDA device of `line`, read once per process: shapes that place them
+        alike share one table (a process prints through some 40 shapes in a 1024-rank init, and the
+        assembler asks each record for its origin)."""
+        if self._origin_window is None:
+            self._origin_window, self._origins = _origin_table(self.prefix)
+        a, b = self._origin_window
+        key = line[a:b]
+        found = self._origins.get(key)
+        if found is None:
+            spans = [self.prefix.get(name) for name in ORIGIN_KEYS]
+            host, pid, tid, dev = (span_text(line[s[0] : s[1]]) if s else None for s in spans)
+            found = (host, _int_or_none(pid), _int_or_none(tid), _int_or_none(dev))
+            if len(self._origins) < ORIGIN_MEMO:
+                self._origins[key] = found
+        return found
 
     def decode(self, line: bytes) -> dict[str, Any]:
         """The fields of `line` as text; a shape decoded twice gets a closure (no type tests per line).
@@ -112,6 +136,8 @@ class RecordShape:
         self._decoder = None
         self._window = None
         self._memo = {}
+        self._origin_window = None
+        self._origins = {}
 
 
 @dataclass(slots=True, eq=False)
@@ -149,7 +175,7 @@ class Event:
         self.raw = raw
         self.shape = shape
         self._fields: dict[str, Any] | None = None
-        self._origin: tuple[str | None, int | None, int | None, int | None] | None = None
+        self._origin: Origin | None = None
 
     @property
     def family(self) -> str:
@@ -177,20 +203,11 @@ class Event:
         span = self.shape.prefix.get(key)
         return span_text(self.raw[span[0] : span[1]]) if span else None
 
-    def _number(self, key: str) -> int | None:
-        value = self._prefix(key)
-        return int(value) if value else None
-
-    def _host_pid(self) -> tuple[str | None, int | None, int | None, int | None]:
+    def _host_pid(self) -> Origin:
         """host, pid, tid and CUDA device, read once (the assembler asks for them many times)."""
         origin = self._origin
         if origin is None:
-            origin = self._origin = (
-                self._prefix("host"),
-                self._number("pid"),
-                self._number("tid"),
-                self._number("cuda_dev"),
-            )
+            origin = self._origin = self.shape.origin(self.raw)
         return origin
 
     @property
@@ -325,6 +342,21 @@ def span_text(chunk: bytes) -> str:
     """A field's text; a terminal's colour codes or NUL bytes inside the field (the span maps around them) go."""
     text = chunk.decode("utf-8", "replace")
     return clean(text).text if "\x1b" in text or "\x00" in text else text
+
+
+def _origin_table(prefix: dict[str, Span]) -> tuple[Span, dict[bytes, Origin]]:
+    """The bytes that hold a record's origin, and the table shared by the shapes that lay it out alike."""
+    spans = [prefix.get(name) for name in ORIGIN_KEYS]
+    present = [span for span in spans if span]
+    if not present:
+        return (0, 0), _ORIGIN_TABLES.setdefault((), {})
+    a, b = min(s[0] for s in present), max(s[1] for s in present)
+    layout = tuple((s[0] - a, s[1] - a) if s else None for s in spans)
+    return (a, b), _ORIGIN_TABLES.setdefault(layout, {})
+
+
+def _int_or_none(text: str | None) -> int | None:
+    return int(text) if text else None
 
 
 def _int_or(text: str, default: int) -> int:

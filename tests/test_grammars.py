@@ -1,0 +1,76 @@
+"""The built-parser cache: kept only where no other user can plant a file (Lark reads it with pickle)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ncclscope import grammars
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX ownership and modes")
+
+
+def test_cache_lives_in_a_private_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    where = grammars._cache_file("nccl_log", ["record"])
+    assert isinstance(where, str)
+    folder = Path(where).parent
+    assert folder == tmp_path / "cache" / "ncclscope"
+    assert stat.S_IMODE(folder.stat().st_mode) & 0o077 == 0
+    assert not where.startswith(tempfile.gettempdir() + os.sep + ".lark")
+
+
+def test_no_cache_in_a_folder_others_can_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = tmp_path / "shared"
+    (shared / "ncclscope").mkdir(parents=True)
+    os.chmod(shared / "ncclscope", 0o777)  # like /tmp: anyone could leave a pickle there
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+    assert grammars._cache_file("nccl_log", ["record"]) is False
+
+
+def test_no_cache_when_the_folder_cannot_be_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert grammars._cache_file("nccl_log", ["record"]) is False
+
+
+def test_a_planted_file_in_the_temp_dir_is_never_read(tmp_path: Path) -> None:
+    """Lark's default cache name in the temp dir: a hostile pickle there must not run."""
+    marker = tmp_path / "ran"
+    planted = tmp_path / "tmp"
+    planted.mkdir()
+    payload = f"import pickle, os\nclass Evil:\n    def __reduce__(self): return (os.system, ('touch {marker}',))\n"
+    # Plant a hostile pickle under the name Lark's default would use, at the moment Lark computes
+    # the grammar's hash (so the name is exact), just before it would look for its cache.
+    script = (
+        payload
+        + "import tempfile\n"
+        + f"tempfile.tempdir = {str(planted)!r}\n"
+        + "from ncclscope import grammars\n"
+        + "text = grammars.grammar_text('nccl_log')\n"
+        + "import lark.lark as L\n"
+        + "orig = L.sha256_digest\n"
+        + "def spy(s):\n"
+        + "    h = orig(s)\n"
+        + "    for kind in ('cache', 'cache_grammar'):\n"
+        + "        import getpass, sys\n"
+        + "        name = '.lark_%s_%s_%s_%s_%s.tmp' % (kind, getpass.getuser(), h, *sys.version_info[:2])\n"
+        + "        fn = tempfile.gettempdir() + '/' + name\n"
+        + "        with open(fn, 'wb') as f:\n"
+        + "            f.write(h.encode() + b'\\n'); pickle.dump(Evil(), f); pickle.dump(Evil(), f)\n"
+        + "    return h\n"
+        + "L.sha256_digest = spy\n"
+        + "grammars.load('nccl_log', ('record',))\n"
+    )
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert any(planted.iterdir()), "the planted files were not written: the test would prove nothing"
+    assert not marker.exists()
