@@ -61,22 +61,38 @@ def value_columns(
 ) -> np.ndarray:
     """Per column of a parsed line: 0 fixed, 1 decimal digit, 2 hex digit, 3 free (the host name).
     `first_record` is where the first record begins (before it: a launcher's tag such as `[1,17]<stdout>:`),
-    `prefix_spans` are (name, span) of every record's prefix in order, `field_spans` every field."""
-    kind = np.zeros(len(raw), dtype=np.int8)
-    _digits(raw, 0, first_record, kind)  # rank numbers and times in a launcher's tag; its words stay
-    seen_host = False
-    for name, (a, b) in prefix_spans:
+    `prefix_spans` are (name, span) of every record's prefix in order, `field_spans` every field.
+    The spans are sorted into classes first and marked in a few whole-line passes (a `Trees` line
+    has hundreds of fields)."""
+    digit_spans: list[Span] = [(0, first_record)]  # rank numbers and times in a launcher's tag; its words stay
+    hex_spans: list[Span] = []
+    host: Span | None = None
+    for name, span in prefix_spans:
         if name == "host":
-            if not seen_host:  # only the first record's host: a glued record's host may be split by name
-                kind[a:b] = 3
-            seen_host = True
+            host = host or span  # only the first record's host: a glued record's host may be split by name
         elif name in ("timestamp", "location"):  # "[2026-03-14 10:14:41.118] ", "transport/net.cc:1398"
-            _digits(raw, a, b, kind)
+            digit_spans.append(span)
         elif name in ("pid", "tid", "cuda_dev"):
-            _classify(raw, a, b, kind)
-    for a, b in field_spans:
-        _classify(raw, a, b, kind)
+            _classify(raw, span, digit_spans, hex_spans)
+    for span in field_spans:
+        _classify(raw, span, digit_spans, hex_spans)
+    kind = np.zeros(len(raw), dtype=np.int8)
+    kind[_covered(digit_spans, len(raw)) & _IS_DIGIT[np.frombuffer(raw, dtype=np.uint8)]] = 1
+    kind[_covered(hex_spans, len(raw))] = 2
+    if host is not None:
+        kind[host[0] : host[1]] = 3
     return kind
+
+
+def _covered(spans: list[Span], n: int) -> np.ndarray:
+    """Columns inside any of `spans`, as one bool per column."""
+    edges = np.zeros(n + 1, dtype=np.int32)
+    spans = [(a, b) for a, b in spans if b > a]
+    if spans:
+        bounds = np.array(spans, dtype=np.intp)
+        np.add.at(edges, bounds[:, 0], 1)
+        np.add.at(edges, bounds[:, 1], -1)
+    return np.cumsum(edges[:n]) > 0
 
 
 def template_of(shape: Any, kind: np.ndarray) -> Template:
@@ -93,35 +109,25 @@ def template_of(shape: Any, kind: np.ndarray) -> Template:
     )
 
 
-def _digits(raw: bytes, a: int, b: int, kind: np.ndarray) -> None:
-    """Mark the decimal digits of raw[a:b] (at least class 1)."""
+def _classify(raw: bytes, span: Span, digit_spans: list[Span], hex_spans: list[Span]) -> None:
+    """Sort a field's columns into decimal or hex when its exemplar text is a number; in a field of
+    several words (a TRACE message, a free-text tail) each number among them, so that "Posted send of
+    512 bytes" and "... of 4096 bytes" share a parse. Words stay fixed."""
+    a, b = span
     if b <= a:
         return
-    digit = _IS_DIGIT[np.frombuffer(raw, dtype=np.uint8, count=b - a, offset=a)]
-    window = kind[a:b]
-    window[digit & (window < 1)] = 1
-
-
-def _classify(raw: bytes, a: int, b: int, kind: np.ndarray) -> None:
-    """Mark a field's columns decimal or hex when its exemplar text is a number; in a field of several
-    words (a TRACE message, a free-text tail) each number among them, so that "Posted send of 512 bytes"
-    and "... of 4096 bytes" share a parse. Words stay fixed."""
     text = raw[a:b]
-    if b <= a:
-        return
     if _DECIMAL.fullmatch(text):
-        _digits(raw, a, b, kind)
+        digit_spans.append(span)
     elif _is_hex(text):
-        start = a + 2 if text.startswith(b"0x") else a  # "0x" itself stays fixed
-        kind[start:b] = np.maximum(kind[start:b], 2)
+        hex_spans.append((a + 2 if text.startswith(b"0x") else a, b))  # "0x" itself stays fixed
     else:
         for word in _WORD.finditer(text):
             start, end = a + word.start(), a + word.end()
             if word.group().isdigit():
-                _digits(raw, start, end, kind)
+                digit_spans.append((start, end))
             elif _is_hex(word.group()):
-                start += 2 if word.group().startswith(b"0x") else 0
-                kind[start:end] = np.maximum(kind[start:end], 2)
+                hex_spans.append((start + 2 if word.group().startswith(b"0x") else start, end))
 
 
 def _is_hex(text: bytes) -> bool:
