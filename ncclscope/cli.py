@@ -167,13 +167,36 @@ def analyze(
     ] = FailOn.error,
     redact: RedactOpt = False,
     jobs: JobsOpt = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-F",
+            help="Read one file or - while the job writes it (like tail -f): print each finding as it shows.",
+        ),
+    ] = False,
+    idle: Annotated[
+        float,
+        typer.Option("--idle", help="With --follow: seconds without a new line before the job is said to look hung."),
+    ] = 60.0,
 ) -> None:
     """Diagnose: findings by severity, each with its evidence lines, why it matters and the fix."""
+    if follow:
+        if len(paths) != 1 or output_format is not AnalyzeFormat.text or output is not None or redact:
+            _report_problems(["--follow reads one file or - and prints text (no -o, --format or --redact)"])
+            raise typer.Exit(EXIT_UNUSABLE)
+        from ncclscope.follow import follow as follow_input
+
+        raise typer.Exit(
+            follow_input(paths[0], Console(highlight=False, soft_wrap=True), _stderr(), idle, fail_on, select, ignore)
+        )
     from ncclscope.engine import analyze as run_rules
     from ncclscope.render import findings as render
 
     outcome = _read(paths, jobs, redact)
     _report_problems(outcome.messages)
+    if outcome.stopped_by is not None and not any(s.kinds for s in outcome.case.sources):
+        raise typer.Exit(outcome.exit_code)  # stopped before anything was read: nothing to judge
     analysis = run_rules(outcome.case, select, ignore)
     if output_format is AnalyzeFormat.text:
         if output is None:
@@ -185,7 +208,7 @@ def analyze(
     else:
         writer = {"json": render.to_json, "markdown": render.to_markdown, "sarif": render.to_sarif}
         _write_output(writer[output_format.value](analysis), output)
-    if outcome.unusable and not outcome.case.sources:
+    if outcome.unusable and not outcome.case.sources and outcome.stopped_by is None:
         raise typer.Exit(EXIT_UNUSABLE)
     if outcome.exit_code == EXIT_UNUSABLE and not analysis.findings:
         raise typer.Exit(EXIT_UNUSABLE)
@@ -208,7 +231,7 @@ def report(
     outcome = _read(paths, jobs, redact)
     _report_problems(outcome.messages)
     if outcome.unusable and not any(s.kinds for s in outcome.case.sources):
-        raise typer.Exit(EXIT_UNUSABLE)
+        raise typer.Exit(outcome.exit_code)
     try:
         written = write_report(run_rules(outcome.case, select, ignore), output)
     except ReportError as exc:

@@ -61,6 +61,9 @@ class Source(BaseModel):
         description="Why the input looks cut: it stops inside a listing or in a cut record, or lines were elided.",
     )
     ends_cut: bool = Field(False, description="The input stops inside a listing or in a cut record.")
+    stopped: str | None = Field(
+        None, description="What ended reading before the input's end (Ctrl-C, SIGTERM): the rest was never read."
+    )
     usable: bool = True
 
 

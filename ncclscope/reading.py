@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,9 +18,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ncclscope import interrupts
 from ncclscope.assemble import assemble
 from ncclscope.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE, FailOn, findings_exit
-from ncclscope.model import Case, RunRecord, Source
+from ncclscope.model import Case, RunRecord
 from ncclscope.parse import nccl_log, split
 from ncclscope.parse.source import ParsedInput, join_ranges, parse_input, parse_range
 from ncclscope.parse.split import RangePart, byte_ranges, can_split
@@ -41,12 +43,15 @@ __all__ = [
 class ReadOutcome:
     case: Case
     messages: list[str] = field(default_factory=list)  # one line per problem, naming the input
-    interrupted: bool = False
+    stopped_by: int | None = None  # the signal (Ctrl-C, SIGTERM) that ended reading early
     unusable: bool = False  # an input could not be used, or nothing was recognised
 
     @property
     def exit_code(self) -> int:
-        return EXIT_UNUSABLE if self.unusable or self.interrupted else EXIT_OK
+        """128 + the signal after a stop (130 after Ctrl-C), else 2 when an input was unusable."""
+        if self.stopped_by is not None:
+            return interrupts.exit_status(self.stopped_by)
+        return EXIT_UNUSABLE if self.unusable else EXIT_OK
 
 
 def read_case(paths: list[str], jobs: int | None = None) -> ReadOutcome:
@@ -84,7 +89,7 @@ def read_files(
     """Inputs already expanded (`problems`: paths that could not be used; `paths`: as named).
     `progress` is called with the size of each block read; giving it reads the inputs in this process."""
     with gc_paused():
-        parsed, interrupted = _parse_all(files, 1 if progress else jobs, progress)
+        parsed, unread = _parse_all(files, 1 if progress else jobs, progress)
         case = assemble(parsed)
     messages = list(problems)
     unusable = bool(problems)
@@ -97,40 +102,86 @@ def read_files(
     if files and not any(source.kinds for source in case.sources) and not unusable:
         unusable = True
         messages.append(f"{', '.join(paths)}: no NCCL log, topology matrix or nccl-tests output found")
-    outcome = ReadOutcome(case, messages, interrupted, unusable)
+    stopped_by = interrupts.requested()
+    outcome = ReadOutcome(case, messages, stopped_by, unusable)
     _attach_run(outcome, paths)
-    if interrupted:
-        outcome.messages.append("interrupted: results cover what was read until then")
+    if stopped_by is not None:
+        name = interrupts.signal_name(stopped_by)
+        for source in case.sources:
+            if source.stopped:
+                outcome.messages.append(
+                    f"{source.path}: reading stopped by {name} after {source.lines} lines; "
+                    "the results cover what was read"
+                )
+        outcome.messages.extend(f"{display}: not read (stopped by {name})" for display in unread)
+        interrupts.reset()
     return outcome
 
 
 def _parse_all(
     files: list[InputFile], jobs: int | None, progress: Callable[[int], None] | None
-) -> tuple[list[ParsedInput], bool]:
+) -> tuple[list[ParsedInput], list[str]]:
+    """The inputs parsed, and the names of those a Ctrl-C or SIGTERM left unread (interrupts.py)."""
     workers = _workers(files, jobs)
-    if workers <= 1:
-        results: list[ParsedInput] = []
-        for item in files:
-            try:
-                results.append(parse_input(item, progress))
-            except KeyboardInterrupt:
-                results.append(ParsedInput(Source(path=item.display, problems=["interrupted while reading"])))
-                return results, True
-        return results, False
-    from concurrent.futures import ProcessPoolExecutor  # multiprocessing costs 30 ms to import: only when used
-
-    tasks = _tasks(files, workers)
-    nccl_log._parser()  # build the grammar once; forked workers inherit it
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        done = list(pool.map(_run_task, tasks, chunksize=1))
-    results = []
+    unread: list[str] = []
+    results: list[ParsedInput] = []
+    with interrupts.stop_signals():
+        if workers <= 1:
+            for item in files:
+                if interrupts.requested() is not None:
+                    unread.append(item.display)
+                else:
+                    results.append(parse_input(item, progress))
+            return results, unread
+        tasks = _tasks(files, workers)
+        done = _run_pool(tasks, workers)
     for item in files:
-        parts = [result for task, result in zip(tasks, done, strict=True) if task.path == item.path]
-        if len(parts) == 1 and isinstance(parts[0], ParsedInput):
+        parts = []
+        for task, result in zip(tasks, done, strict=True):
+            if task.path == item.path:
+                if result is None:  # stopped: the ranges read before the first one missing
+                    break
+                parts.append(result)
+        if not parts:
+            unread.append(item.display)
+        elif len(parts) == 1 and isinstance(parts[0], ParsedInput):
             results.append(parts[0])
         else:
-            results.append(join_ranges(item, parts))  # type: ignore[arg-type]
-    return results, False
+            joined = join_ranges(item, parts)  # type: ignore[arg-type]
+            if len(parts) < sum(task.path == item.path for task in tasks):
+                joined.source.stopped = interrupts.signal_name(interrupts.requested() or 2)
+            results.append(joined)
+    return results, unread
+
+
+def _run_pool(tasks: list[InputFile], workers: int) -> list[ParsedInput | RangePart | None]:
+    """Every task in a worker process; after a stop request, the tasks finished by then (None for the rest)."""
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait  # 30 ms of imports: only here
+
+    nccl_log._parser()  # build the grammar once; forked workers inherit it
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_ctrl_c)
+    futures = [pool.submit(_run_task, task) for task in tasks]
+    try:
+        with interrupts.waiting_for_input():  # a stop request ends the wait at once
+            wait(futures, return_when=FIRST_EXCEPTION)
+    except interrupts.ReadingStopped:
+        kept = [f.result() if f.done() and not f.cancelled() and f.exception() is None else None for f in futures]
+        workers_left = list(getattr(pool, "_processes", {}).values())  # no public way to stop a busy worker
+        for process in workers_left:
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers_left:
+            process.join(timeout=10)
+        return kept
+    pool.shutdown(wait=True)
+    return [f.result() for f in futures]
+
+
+def _ignore_ctrl_c() -> None:
+    """Workers leave Ctrl-C (sent to the whole process group) to the parent, which keeps their results;
+    SIGTERM, the parent's way to stop a busy worker, ends them (not the parent's stop request, forked with them)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _tasks(files: list[InputFile], workers: int) -> list[InputFile]:

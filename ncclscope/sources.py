@@ -17,9 +17,12 @@ import tarfile
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
+
+from ncclscope import interrupts
 
 BLOCK_BYTES = (
     8 * 1024 * 1024
@@ -50,6 +53,7 @@ class ReadStats:
     problems: list[str] = field(default_factory=list)
     binary: bool = False
     damaged: bool = False  # reading stopped early (cut .gz, read error)
+    stopped_by: int | None = None  # a signal (Ctrl-C, SIGTERM) ended reading: the rest was never read
 
 
 def expand_inputs(paths: list[str]) -> tuple[list[InputFile], list[str]]:
@@ -194,8 +198,15 @@ def iter_blocks(
     first = True
     try:
         while True:
+            if interrupts.requested() is not None:  # Ctrl-C: keep what was read, read no more
+                stats.stopped_by = interrupts.requested()
+                break
             try:
-                chunk = reader()
+                with interrupts.waiting_for_input() if item.is_stdin else nullcontext():
+                    chunk = reader()
+            except interrupts.ReadingStopped:
+                stats.stopped_by = interrupts.requested()
+                break
             except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
                 stats.problems.append(f"compressed data ends early or is damaged ({exc}); read {stats.lines} lines")
                 stats.damaged = True

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ncclscope import interrupts
 from ncclscope.model import BenchmarkRun, EnvSetting, FrameworkEvent, Source, TopologyMatrix, UnrecognizedLine
 from ncclscope.normalize import clean, strip_launcher_prefix
 from ncclscope.parse.framework_log import FrameworkReader
@@ -198,6 +199,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         for n, t in others.framework.not_understood[:room]
     )
     source.invalid_utf8_lines = others.invalid_utf8
+    if stats.stopped_by is not None:  # not `truncated`: a hung job's log really ends where it stopped
+        source.stopped = interrupts.signal_name(stats.stopped_by)
     source.problems.extend(stats.problems)
     _truncation(source, res, others)
     for line_no, size in stats.overlong_lines:
@@ -216,7 +219,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.usable = False
     elif stats.bytes == 0:
         source.usable = False
-        source.problems.append("empty input")
+        source.problems.append(f"nothing arrived before {source.stopped}" if source.stopped else "empty input")
 
 
 def _truncation(source: Source, res: LogResult, others: _OtherLines) -> None:

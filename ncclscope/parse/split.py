@@ -76,8 +76,9 @@ def merge_logs(parts: list[RangePart]) -> tuple[LogResult, ReadStats, list[int]]
         stats.overlong_lines.extend((line + offset, size) for line, size in part.stats.overlong_lines)
         stats.binary = stats.binary or part.stats.binary
         stats.damaged = stats.damaged or part.stats.damaged
+        stats.stopped_by = stats.stopped_by or part.stats.stopped_by
         offset += part.stats.lines
-        if stats.binary or stats.damaged:
+        if stats.binary or stats.damaged or stats.stopped_by:
             break
     stats.lines = offset
     merged.unrecognized = sorted(merged.unrecognized, key=lambda u: u.line)[:UNRECOGNIZED_KEEP]

@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import BinaryIO
 
+from ncclscope import interrupts
 from ncclscope.sources import InputFile, expand_inputs, read_head
 
 COPY_BYTES = 1024 * 1024
@@ -76,12 +77,29 @@ def prepare_inputs(paths: list[str], stdin: BinaryIO | None = None) -> PreparedI
 
 
 def spool(stream: BinaryIO, target: Path) -> int:
-    """Copy a stream (a pipe) to `target` in blocks; the number of bytes copied."""
+    """Copy a stream (a pipe) to `target` in blocks; the number of bytes copied. Ctrl-C or SIGTERM
+    (a hung job's pipe never ends) stops the copy and keeps what came (interrupts.py)."""
     copied = 0
-    with open(target, "wb") as out:
-        while block := stream.read(COPY_BYTES):
+    read = getattr(stream, "read1", stream.read)
+    with open(target, "wb") as out, interrupts.stop_signals():
+        while interrupts.requested() is None:
+            try:
+                with interrupts.waiting_for_input():
+                    block = read(COPY_BYTES)
+            except interrupts.ReadingStopped:
+                break
+            if not block:
+                break
             out.write(block)
             copied += len(block)
+        stopped = interrupts.requested()
+    if stopped is not None:
+        interrupts.reset()
+        print(
+            f"ncclscope: -: reading stopped by {interrupts.signal_name(stopped)} after {copied} bytes; "
+            "exploring what was read",
+            file=sys.stderr,
+        )
     return copied
 
 

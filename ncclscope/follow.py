@@ -1,0 +1,264 @@
+"""`analyze --follow`: read a log while the job writes it, like `tail -f`, and say what is wrong as soon
+as it shows.
+
+The input (a growing file, or stdin spooled to a private temporary file) is analysed again from its
+start whenever new whole lines have arrived and the last analysis is old enough (at most one third of
+the time goes to analysing, so a fast writer is read in larger steps); each analysis is exactly what
+`analyze` would say of the lines so far. A finding is printed once, the first time it appears (its
+identity: code and first evidence line). Findings that judge what is *missing* (a rank that has not
+completed init, evidence not seen yet, the peak of a table that is still growing) would be false
+alarms while the job runs: they wait for the end of the input. A running summary goes to stderr.
+
+When no line has arrived for `idle` seconds while a communicator's init is incomplete, the job looks
+hung: it says so once per quiet spell, with what each communicator's ranks reached. The end: EOF on
+stdin, or Ctrl-C / SIGTERM (interrupts.py); then the remaining findings and the exit status of
+`analyze` (128 + signal after a signal).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from ncclscope import interrupts
+from ncclscope.assemble import assemble
+from ncclscope.engine import analyze
+from ncclscope.exit_status import EXIT_UNUSABLE, FailOn, findings_exit
+from ncclscope.model import Analysis, Case, Finding
+from ncclscope.parse.source import parse_input
+from ncclscope.reading import gc_paused
+from ncclscope.render.findings import _print_finding, headline
+from ncclscope.sources import InputFile
+
+POLL_SECONDS = 0.25  # how often a quiet input is looked at again
+MIN_INTERVAL = 0.5  # seconds between analyses, at least
+ANALYSIS_SHARE = 3  # wait this many times the last analysis's duration before the next
+READ_BYTES = 1024 * 1024
+# Judgements of what is missing or of a whole table: only at the end of the input (see module doc).
+AT_END_ONLY = frozenset({"RUN001", "EVD001", "BW001", "BW002", "BW004", "BW006", "HANG001", "HANG003"})
+
+
+@dataclass
+class _Input:
+    """The bytes seen so far: the file itself, or stdin's spool."""
+
+    display: str
+    path: Path
+    stdin: bool
+    spool: object | None = None  # the open spool file (stdin)
+    complete: int = 0  # bytes up to the last newline: what an analysis reads
+    seen: int = 0
+    ended: bool = False  # EOF on stdin
+    rewound: bool = False  # the file was truncated or replaced: read again from its start
+    last_data: float = field(default_factory=time.monotonic)
+
+
+def follow(
+    target: str,
+    console: Console,
+    err: Console,
+    idle: float,
+    fail_on: FailOn,
+    select_codes: list[str] | None,
+    ignore_codes: list[str] | None,
+) -> int:
+    """Follow `target` (a path or `-`) to its end or a stop signal; the exit status of `analyze`."""
+    workdir = None
+    if target == "-":
+        workdir = Path(tempfile.mkdtemp(prefix="ncclscope-follow-"))  # mode 0700: the log stays private
+        spooled = workdir / "stdin.log"
+        source = _Input("-", spooled, True, spool=open(spooled, "wb"))  # noqa: SIM115 - closed below
+    else:
+        path = Path(target)
+        if not path.is_file():
+            err.print(f"ncclscope: {target}: not a file that can be followed", markup=False)
+            return EXIT_UNUSABLE
+        source = _Input(target, path, False)
+    printed: set[tuple] = set()
+    analysis: Analysis | None = None
+    hung_said = False
+    last_run = 0.0
+    cost = 0.0
+    analyzed = -1  # bytes the last analysis read
+    try:
+        with interrupts.stop_signals():
+            while interrupts.requested() is None and not source.ended:
+                grew = _read_more(source)
+                now = time.monotonic()
+                if grew:
+                    hung_said = False
+                due = now - last_run >= max(MIN_INTERVAL, ANALYSIS_SHARE * cost)
+                if source.rewound:
+                    source.rewound, analyzed = False, -1
+                if source.complete > analyzed and due:  # new whole lines since the last analysis
+                    analyzed = source.complete
+                    started = time.monotonic()
+                    analysis = _analyze(source, select_codes, ignore_codes)
+                    cost, last_run = time.monotonic() - started, time.monotonic()
+                    _print_new(analysis, printed, console, final=False)
+                    _summary(analysis, source, err)
+                if analysis is not None and not hung_said and now - source.last_data >= idle:
+                    hung_said = _say_if_hung(analysis, now - source.last_data, err)
+        # the end: everything read, judged once more, and what waited for the end
+        stopped = interrupts.requested()
+        interrupts.reset()  # the last reading below must not stop at once
+        analysis = _analyze(source, select_codes, ignore_codes, final=True) if source.seen else None
+        if analysis is None:
+            err.print(f"ncclscope: {source.display}: nothing arrived", markup=False)
+            return interrupts.exit_status(stopped) if stopped is not None else EXIT_UNUSABLE
+        _print_new(analysis, printed, console, final=True)
+        console.print(f"[bold]ncclscope[/]: {headline(analysis)} ({_lines(analysis.case)} lines read)")
+        if stopped is not None:
+            err.print(
+                f"ncclscope: {source.display}: stopped by {interrupts.signal_name(stopped)}; "
+                "the findings cover what was read",
+                markup=False,
+            )
+            return interrupts.exit_status(stopped)
+        return findings_exit(analysis.summary, fail_on)
+    finally:
+        interrupts.reset()
+        if source.spool is not None:
+            source.spool.close()  # type: ignore[attr-defined]
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _read_more(source: _Input) -> bool:
+    """Take what has arrived (waiting at most POLL_SECONDS); True when new whole lines are there."""
+    if source.stdin:
+        try:
+            with interrupts.waiting_for_input():
+                ready, _, _ = select.select([sys.stdin.buffer], [], [], POLL_SECONDS)
+                data = os.read(sys.stdin.buffer.fileno(), READ_BYTES) if ready else None
+        except interrupts.ReadingStopped:
+            return False
+        if data is None:
+            return False
+        if not data:
+            source.ended = True
+            _flush_tail(source)
+            return True
+        source.spool.write(data)  # type: ignore[attr-defined]
+        source.spool.flush()  # type: ignore[attr-defined]
+        newline = data.rfind(b"\n")
+        before = source.complete
+        if newline >= 0:
+            source.complete = source.seen + newline + 1
+        source.seen += len(data)
+        source.last_data = time.monotonic()
+        return source.complete > before
+    try:
+        size = source.path.stat().st_size
+    except OSError:
+        size = source.seen
+    if size < source.seen:  # truncated or replaced (log rotation): read it again from the start
+        source.seen = source.complete = 0
+        source.rewound = True
+    if size == source.seen:
+        try:
+            with interrupts.waiting_for_input():
+                time.sleep(POLL_SECONDS)
+        except interrupts.ReadingStopped:
+            pass
+        return False
+    with open(source.path, "rb") as handle:
+        handle.seek(source.seen)
+        data = handle.read(size - source.seen)
+    newline = data.rfind(b"\n")
+    before = source.complete
+    if newline >= 0:
+        source.complete = source.seen + newline + 1
+    source.seen += len(data)
+    source.last_data = time.monotonic()
+    return source.complete > before
+
+
+def _flush_tail(source: _Input) -> None:
+    """At EOF a last line without its newline is still a line."""
+    source.complete = source.seen
+
+
+def _analyze(
+    source: _Input, select_codes: list[str] | None, ignore_codes: list[str] | None, final: bool = False
+) -> Analysis:
+    upto = source.seen if final else source.complete
+    item = InputFile(str(source.path), source.display, span=(0, upto))
+    with gc_paused():
+        case = assemble([parse_input(item)])
+    return analyze(case, select_codes, ignore_codes)
+
+
+def _identity(finding: Finding) -> tuple:
+    first = finding.evidence[0] if finding.evidence else None
+    return (finding.code, first.source, first.line) if first else (finding.code, finding.message)
+
+
+def _print_new(analysis: Analysis, printed: set[tuple], console: Console, final: bool) -> None:
+    for finding in analysis.findings:
+        if not final and finding.code in AT_END_ONLY:
+            continue
+        key = _identity(finding)
+        if key in printed:
+            continue
+        printed.add(key)
+        _print_finding(finding, console)
+        console.print()
+        console.file.flush()
+
+
+def _lines(case: Case) -> int:
+    return sum(source.lines for source in case.sources)
+
+
+def _summary(analysis: Analysis, source: _Input, err: Console) -> None:
+    case = analysis.case
+    ranks = sum(len(c.ranks) for c in case.communicators)
+    done = sum(1 for c in case.communicators for r in c.ranks if r.init_complete)
+    err.print(
+        f"ncclscope: following {source.display}: {_lines(case)} lines, {len(case.hosts)} hosts, "
+        f"{len(case.communicators)} communicators ({done}/{ranks} ranks through init); {headline(analysis)}",
+        markup=False,
+    )
+
+
+def _say_if_hung(analysis: Analysis, quiet: float, err: Console) -> bool:
+    """When init is incomplete somewhere and the input has gone quiet: say that the job looks hung."""
+    waiting = []
+    for comm in analysis.case.communicators:
+        expected = comm.nranks or len(comm.ranks)
+        complete = [r.rank for r in comm.ranks if r.init_complete]
+        if comm.ranks and len(complete) < expected:
+            missing = sorted({r.rank for r in comm.ranks} - set(complete))
+            never = expected - len(comm.ranks)
+            what = f"ranks {_ranges(missing)} started init and did not complete it" if missing else ""
+            if never > 0:
+                what += ("; " if what else "") + f"{never} of {expected} ranks never printed init"
+            waiting.append(f"communicator {comm.id} ({len(complete)}/{expected} through init): {what}")
+    if not waiting:
+        return False
+    err.print(f"ncclscope: the job looks hung: no new line for {quiet:.0f} s, and", markup=False)
+    for line in waiting[:10]:
+        err.print(f"  {line}", markup=False)
+    if len(waiting) > 10:
+        err.print(f"  ... and {len(waiting) - 10} more communicators", markup=False)
+    return True
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'"""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
