@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from rich.console import Console
 
@@ -35,7 +36,7 @@ from ncclscope.exit_status import EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.model import Analysis, Case, Finding
 from ncclscope.parse.source import parse_input
 from ncclscope.reading import gc_paused
-from ncclscope.render.findings import _print_finding, headline
+from ncclscope.render.findings import headline, print_finding
 from ncclscope.sources import InputFile
 
 POLL_SECONDS = 0.25  # how often a quiet input is looked at again
@@ -52,13 +53,21 @@ class _Input:
 
     display: str
     path: Path
-    stdin: bool
-    spool: object | None = None  # the open spool file (stdin)
+    spool: BinaryIO | None = None  # stdin's copy, open for writing; None: a file followed in place
     complete: int = 0  # bytes up to the last newline: what an analysis reads
     seen: int = 0
     ended: bool = False  # EOF on stdin
-    rewound: bool = False  # the file was truncated or replaced: read again from its start
     last_data: float = field(default_factory=time.monotonic)
+
+    def take(self, data: bytes) -> bool:
+        """Count bytes that arrived; True when they end at least one more whole line."""
+        before = self.complete
+        newline = data.rfind(b"\n")
+        if newline >= 0:
+            self.complete = self.seen + newline + 1
+        self.seen += len(data)
+        self.last_data = time.monotonic()
+        return self.complete > before
 
 
 def follow(
@@ -75,31 +84,28 @@ def follow(
     if target == "-":
         workdir = Path(tempfile.mkdtemp(prefix="ncclscope-follow-"))  # mode 0700: the log stays private
         spooled = workdir / "stdin.log"
-        source = _Input("-", spooled, True, spool=open(spooled, "wb"))  # noqa: SIM115 - closed below
+        source = _Input("-", spooled, spool=open(spooled, "wb"))  # noqa: SIM115 - closed below
     else:
         path = Path(target)
         if not path.is_file():
             err.print(f"ncclscope: {target}: not a file that can be followed", markup=False)
             return EXIT_UNUSABLE
-        source = _Input(target, path, False)
+        source = _Input(target, path)
     printed: set[tuple] = set()
     analysis: Analysis | None = None
     hung_said = False
+    pending = False  # whole lines arrived since the last analysis
     last_run = 0.0
     cost = 0.0
-    analyzed = -1  # bytes the last analysis read
     try:
         with interrupts.stop_signals():
             while interrupts.requested() is None and not source.ended:
-                grew = _read_more(source)
+                if _read_more(source):
+                    pending, hung_said = True, False
                 now = time.monotonic()
-                if grew:
-                    hung_said = False
                 due = now - last_run >= max(MIN_INTERVAL, ANALYSIS_SHARE * cost)
-                if source.rewound:
-                    source.rewound, analyzed = False, -1
-                if source.complete > analyzed and due:  # new whole lines since the last analysis
-                    analyzed = source.complete
+                if pending and due:
+                    pending = False
                     started = time.monotonic()
                     analysis = _analyze(source, select_codes, ignore_codes)
                     cost, last_run = time.monotonic() - started, time.monotonic()
@@ -127,14 +133,15 @@ def follow(
     finally:
         interrupts.reset()
         if source.spool is not None:
-            source.spool.close()  # type: ignore[attr-defined]
+            source.spool.close()
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _read_more(source: _Input) -> bool:
-    """Take what has arrived (waiting at most POLL_SECONDS); True when new whole lines are there."""
-    if source.stdin:
+    """Take what has arrived (waiting at most POLL_SECONDS); True when new whole lines are there
+    (a file truncated or replaced is read again from its start)."""
+    if source.spool is not None:
         try:
             with interrupts.waiting_for_input():
                 ready, _, _ = select.select([sys.stdin.buffer], [], [], POLL_SECONDS)
@@ -143,26 +150,19 @@ def _read_more(source: _Input) -> bool:
             return False
         if data is None:
             return False
-        if not data:
+        if not data:  # EOF: a last line without its newline is still a line
             source.ended = True
-            _flush_tail(source)
+            source.complete = source.seen
             return True
-        source.spool.write(data)  # type: ignore[attr-defined]
-        source.spool.flush()  # type: ignore[attr-defined]
-        newline = data.rfind(b"\n")
-        before = source.complete
-        if newline >= 0:
-            source.complete = source.seen + newline + 1
-        source.seen += len(data)
-        source.last_data = time.monotonic()
-        return source.complete > before
+        source.spool.write(data)
+        source.spool.flush()
+        return source.take(data)
     try:
         size = source.path.stat().st_size
     except OSError:
         size = source.seen
-    if size < source.seen:  # truncated or replaced (log rotation): read it again from the start
+    if size < source.seen:  # truncated or replaced (log rotation)
         source.seen = source.complete = 0
-        source.rewound = True
     if size == source.seen:
         try:
             with interrupts.waiting_for_input():
@@ -172,19 +172,7 @@ def _read_more(source: _Input) -> bool:
         return False
     with open(source.path, "rb") as handle:
         handle.seek(source.seen)
-        data = handle.read(size - source.seen)
-    newline = data.rfind(b"\n")
-    before = source.complete
-    if newline >= 0:
-        source.complete = source.seen + newline + 1
-    source.seen += len(data)
-    source.last_data = time.monotonic()
-    return source.complete > before
-
-
-def _flush_tail(source: _Input) -> None:
-    """At EOF a last line without its newline is still a line."""
-    source.complete = source.seen
+        return source.take(handle.read(size - source.seen))
 
 
 def _analyze(
@@ -210,7 +198,7 @@ def _print_new(analysis: Analysis, printed: set[tuple], console: Console, final:
         if key in printed:
             continue
         printed.add(key)
-        _print_finding(finding, console)
+        print_finding(finding, console)
         console.print()
         console.file.flush()
 

@@ -147,10 +147,9 @@ def _parse_all(
         elif len(parts) == 1 and isinstance(parts[0], ParsedInput):
             results.append(parts[0])
         else:
-            joined = join_ranges(item, parts)  # type: ignore[arg-type]
             if len(parts) < sum(task.path == item.path for task in tasks):
-                joined.source.stopped = interrupts.signal_name(interrupts.requested() or 2)
-            results.append(joined)
+                parts[-1].stats.stopped_by = interrupts.requested()  # type: ignore[union-attr]
+            results.append(join_ranges(item, parts))  # type: ignore[arg-type]
     return results, unread
 
 

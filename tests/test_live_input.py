@@ -122,10 +122,15 @@ class Child:
         return "".join(self.stderr)
 
 
-def test_ctrl_c_on_an_open_pipe_analyzes_what_was_read() -> None:
-    child = Child("analyze", "-", stdin_data=SOCKET_LOG.read_bytes())
+def stopped_after_reading(command: str, sig: int) -> tuple[int, Child]:
+    """`ncclscope COMMAND -` fed the socket-fallback log through a pipe that stays open, then `sig`."""
+    child = Child(command, "-", stdin_data=SOCKET_LOG.read_bytes())
     child.wait_drained()
-    rc = child.stop(signal.SIGINT)
+    return child.stop(sig), child
+
+
+def test_ctrl_c_on_an_open_pipe_analyzes_what_was_read() -> None:
+    rc, child = stopped_after_reading("analyze", signal.SIGINT)
     assert rc == 130, child.errors
     assert "NET001 socket-transport" in child.text
     assert "reading stopped by Ctrl-C (SIGINT) after 147 lines" in child.errors
@@ -133,9 +138,7 @@ def test_ctrl_c_on_an_open_pipe_analyzes_what_was_read() -> None:
 
 
 def test_sigterm_on_an_open_pipe_parses_what_was_read() -> None:
-    child = Child("parse", "-", stdin_data=SOCKET_LOG.read_bytes())
-    child.wait_drained()
-    rc = child.stop(signal.SIGTERM)
+    rc, child = stopped_after_reading("parse", signal.SIGTERM)
     assert rc == 143, child.errors
     assert "147 lines, 145 NCCL lines" in child.text
     assert "reading stopped by SIGTERM" in child.errors

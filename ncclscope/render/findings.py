@@ -30,7 +30,7 @@ def print_text(analysis: Analysis, console: Console) -> None:
         console.print(f"Platform: {escape(describe_platform(analysis))}")
     for finding in analysis.findings:
         console.print()
-        _print_finding(finding, console)
+        print_finding(finding, console)
     if analysis.bandwidth:
         console.print()
         console.print("[bold]Bandwidth[/]")
@@ -58,7 +58,7 @@ def describe_platform(analysis: Analysis) -> str:
     return ", ".join(bits) or "unknown"
 
 
-def _print_finding(f: Finding, console: Console) -> None:
+def print_finding(f: Finding, console: Console) -> None:
     root = "  [dim](root cause)[/]" if f.root_cause else ""
     console.print(f"[{STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.code}[/] {f.name}{root}")
     console.print(f"  {escape(f.message)}", soft_wrap=True)
