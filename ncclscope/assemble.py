@@ -16,6 +16,7 @@ from ncclscope import __version__, facts
 from ncclscope.facts import as_int, listed, message_text
 from ncclscope.model import (
     Case,
+    CollCalls,
     CommRank,
     Communicator,
     Connection,
@@ -34,6 +35,7 @@ from ncclscope.model import (
 from ncclscope.normalize import clean, strip_launcher_prefix
 from ncclscope.parse.nccl_log import CONTAINER_FAMILIES, Event
 from ncclscope.parse.source import ParsedInput
+from ncclscope.progress import collective_progress
 from ncclscope.versions import version_from_code
 
 EDGE_LIMIT = 10_000
@@ -130,6 +132,8 @@ class _Builder:
     processes: dict[tuple[str, str, int | None], _ProcessState] = field(default_factory=dict)
     comms: dict[str, Communicator] = field(default_factory=dict)
     comm_by_pointer: dict[tuple[str, str, int | None, str], Communicator] = field(default_factory=dict)
+    rank_by_pointer: dict[tuple[str, str, int | None, str], int] = field(default_factory=dict)
+    coll_calls: list[tuple[str, dict]] = field(default_factory=list)  # (source path, LogResult.coll_calls)
     env: dict[tuple[str, str], tuple[EnvSetting, set[tuple[str, int | None]]]] = field(default_factory=dict)
     devices: dict[tuple[str, str, str, int], NetDevice] = field(default_factory=dict)
     warnings_per_family: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -151,6 +155,10 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
         case.topologies.extend(parsed.topologies)
         case.benchmarks.extend(parsed.benchmarks)
         case.framework.extend(parsed.framework)
+        case.flight_records.extend(parsed.flight_records)
+        case.ras_reports.extend(parsed.ras_reports)
+        if parsed.log.coll_calls:
+            builder.coll_calls.append((parsed.source.path, parsed.log.coll_calls))
         builder.command_line_settings.extend(parsed.settings)
         for kind, n in parsed.not_kept.items():
             case.facts_capped[kind] = case.facts_capped.get(kind, 0) + n
@@ -162,6 +170,7 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
     case.edges = _edge_models(edges)
     case.edges_truncated = len(edges) > EDGE_LIMIT
     _finish(builder, edges)
+    case.progress = collective_progress(case)
     return case
 
 
@@ -491,6 +500,8 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     b.comm_by_pointer[_comm_key(e, pointer)] = comm
     s.comm = comm
     rank = as_int(f.get("rank"))
+    if rank is not None:
+        b.rank_by_pointer[_comm_key(e, pointer)] = rank
     member_key = (comm.id, rank, e.host, e.pid)
     member = b.members.get(member_key)
     if member is None:
@@ -756,8 +767,32 @@ def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
 
 
 # ---------------------------------------------------------------------------------- finishing
+def _add_coll_calls(b: _Builder) -> None:
+    """COLL lines per rank: the rank is the one the same process's init line gives that comm pointer."""
+    for path, calls in b.coll_calls:
+        for (host, pid, pointer), (count, op, line, raw, what, nranks) in calls.items():
+            key = ("", host or "", pid if pid >= 0 else None, pointer)
+            comm = b.comm_by_pointer.get(key)
+            b.case.coll_calls.append(
+                CollCalls(
+                    communicator=comm.id if comm else None,
+                    host=host,
+                    pid=key[2],
+                    comm=pointer,
+                    rank=b.rank_by_pointer.get(key),
+                    nranks=nranks if nranks >= 0 else None,
+                    calls=count,
+                    last_op_count=op,
+                    last_call=what,
+                    evidence=Evidence(source=path, line=line, text=clean(raw.decode("utf-8", "replace")).text[:300]),
+                )
+            )
+    b.case.coll_calls.sort(key=lambda c: (c.comm, c.rank if c.rank is not None else -1, c.host or "", c.pid or 0))
+
+
 def _finish(b: _Builder, edges: dict[tuple, list]) -> None:
     case = b.case
+    _add_coll_calls(b)
     _add_command_line_settings(b)
     for setting, seen in b.env.values():
         setting.processes = len(seen)

@@ -67,7 +67,22 @@ STORIES: list[tuple[str, list[str]]] = [
     ("GDR002", ["BW001"]),
     ("NET003", ["NET006", "RUN001"]),
     ("NET005", ["NET006"]),
+    # a hang's cause is what went wrong on the host of the rank the others wait for (HOST_BOUND)
+    ("RUN004", ["HANG001", "HANG003"]),
+    ("RUN005", ["HANG001", "HANG003"]),
+    ("NET005", ["HANG001", "HANG003"]),
+    ("NET006", ["HANG001", "HANG003"]),
+    ("HANG001", ["RUN006"]),
+    ("HANG002", ["RUN006"]),
 ]
+# effects that a cause explains only when they share a host (when both name hosts)
+HOST_BOUND = frozenset({"HANG001", "HANG003"})
+
+
+def _same_story(cause: Finding, effect: Finding) -> bool:
+    if effect.code not in HOST_BOUND or not cause.hosts or not effect.hosts:
+        return True
+    return bool(set(cause.hosts) & set(effect.hosts))
 
 
 def _link_stories(findings: list[Finding]) -> None:
@@ -75,14 +90,11 @@ def _link_stories(findings: list[Finding]) -> None:
     for f in findings:
         by_code.setdefault(f.code, []).append(f)
     for cause, effects in STORIES:
-        if cause not in by_code:
-            continue
-        present = [e for e in effects if e in by_code]
-        if not present:
-            continue
-        for f in by_code[cause]:
+        for f in by_code.get(cause, []):
+            linked = [e for code in effects for e in by_code.get(code, []) if _same_story(f, e)]
+            if not linked:
+                continue
             f.root_cause = f.root_cause or not any(c in by_code for c, es in STORIES if cause in es and c != cause)
-            f.related = sorted(set(f.related) | set(present))
-        for code in present:
-            for f in by_code[code]:
-                f.related = sorted(set(f.related) | {cause})
+            f.related = sorted(set(f.related) | {e.code for e in linked})
+            for e in linked:
+                e.related = sorted(set(e.related) | {cause})

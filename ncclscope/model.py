@@ -11,18 +11,27 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-SourceKind = Literal["nccl_log", "topology", "nccl_tests", "nccl_tests_json", "framework_log"]
+SourceKind = Literal[
+    "nccl_log", "topology", "nccl_tests", "nccl_tests_json", "framework_log", "flight_recorder", "ras_status"
+]
 
 
 class Evidence(BaseModel):
     """One input line that shows a fact."""
 
     source: str = Field(description="Path of the input ('-' for stdin).")
-    line: int = Field(description="1-based line number in that input.")
+    line: int = Field(
+        description="1-based line number in that input (0: a record of a file that has no lines, a dump)."
+    )
     text: str = Field(
         default="",
         description="The line as it was read (ANSI escapes, CR, terminal trailers and markdown autolinks removed).",
     )
+
+    @property
+    def where(self) -> str:
+        """`path:line`, or the path alone for a record of a binary or JSON document."""
+        return f"{self.source}:{self.line}" if self.line > 0 else self.source
 
 
 class UnrecognizedLine(BaseModel):
@@ -583,6 +592,139 @@ class RunRecord(BaseModel):
     stopped: str | None = Field(None, description="Why the run stopped before the last collective, if it did.")
 
 
+# ---------------------------------------------------------------------------------------------
+# Hangs: who reached which collective (Flight Recorder dumps, NCCL RAS, COLL lines, watchdog lines)
+
+
+class FlightRecorderEntry(BaseModel):
+    """One collective or point-to-point call in a rank's Flight Recorder ring buffer."""
+
+    record_id: int | None = None
+    group: str = Field(description="Process group name (its uid: '0' for the default group).")
+    group_desc: str = Field("", description="The group's description: default_pg, dp, tp ...")
+    seq: int | None = Field(None, description="collective_seq_id: the group's collective sequence number.")
+    p2p_seq: int | None = Field(None, description="p2p_seq_id: the group's point-to-point sequence number.")
+    is_p2p: bool = False
+    collective: str = Field(description="all_reduce, broadcast, send 0->1 ... (profiling_name after the backend).")
+    backend: str | None = Field(None, description="nccl, gloo ... (profiling_name before ':').")
+    input_sizes: list[list[int]] = Field(default_factory=list)
+    output_sizes: list[list[int]] = Field(default_factory=list)
+    input_dtypes: list[str] = Field(default_factory=list)
+    output_dtypes: list[str] = Field(default_factory=list)
+    state: str = Field("", description="scheduled, started or completed.")
+    retired: bool | None = None
+    timeout_ms: int | None = None
+    time_created_ns: int | None = None
+    called_at: str | None = Field(None, description="The innermost frame outside torch: file:line (function).")
+
+
+class FlightRecorderGroup(BaseModel):
+    name: str
+    desc: str = ""
+    ranks: list[int] = Field(default_factory=list, description="Global ranks of the group, as the dump lists them.")
+
+
+class FlightRecorderStatus(BaseModel):
+    """pg_status: the watchdog's view of one group on this rank."""
+
+    last_enqueued: int | None = None
+    last_started: int | None = None
+    last_completed: int | None = None
+
+
+class FlightRecorderDump(BaseModel):
+    """One rank's Flight Recorder dump (PyTorch TORCH_FR_DUMP_TEMP_FILE, pickle or JSON)."""
+
+    source: str
+    rank: int | None = Field(
+        None, description="Global rank: the trailing number of the file name, as fr_trace reads it."
+    )
+    format: Literal["pickle", "json"]
+    version: str = ""
+    comm_lib_version: str | None = Field(None, description="The NCCL version the dump names.")
+    groups: list[FlightRecorderGroup] = Field(default_factory=list)
+    status: dict[str, FlightRecorderStatus] = Field(default_factory=dict, description="Per group id.")
+    entries: list[FlightRecorderEntry] = Field(default_factory=list)
+    entries_total: int = Field(0, description="Entries in the dump (the list keeps the last ones of each group).")
+    problems: list[str] = Field(default_factory=list, description="Entries or fields that could not be read.")
+
+
+class RankProgress(BaseModel):
+    """How far one rank of a group got."""
+
+    rank: int
+    host: str | None = None
+    pid: int | None = None
+    entered: int | None = Field(None, description="Highest sequence number (op count) the rank entered.")
+    completed: int | None = Field(None, description="Highest sequence number it completed, when known.")
+    operation: str | None = Field(None, description="What it entered last: collective, sizes, dtype.")
+    state: str | None = Field(None, description="Where that last operation stands, when known.")
+    status: str | None = Field(None, description="RAS: the rank's status (missing, dead, unresponsive ...).")
+    evidence: Evidence | None = None
+
+
+class GroupProgress(BaseModel):
+    """Collective progress of one communicator or process group, from one kind of evidence."""
+
+    via: Literal["flight_recorder", "ras", "coll_lines", "watchdog"]
+    group: str = Field(description="Process group (name:desc), communicator hash or pointer.")
+    size: int | None = Field(None, description="Ranks the group should have.")
+    ranks: list[RankProgress] = Field(default_factory=list)
+    missing: list[RankProgress] = Field(
+        default_factory=list, description="Ranks known to belong to the group that reported nothing."
+    )
+    counts_by_collective: bool = Field(
+        False, description="RAS: counts are per collective type (`operation` names it), not one sequence."
+    )
+
+
+class RasCommunicator(BaseModel):
+    """One communicator of an `ncclras` report (text or `-f json`)."""
+
+    id: str = Field(description="'#group-index' (text) or the hash (JSON).")
+    hash: str | None = None
+    size: int | None = None
+    status: str | None = Field(None, description="RUNNING, INIT, FINALIZE, ABORT, NOCOMM ...")
+    errors: list[str] = Field(default_factory=list, description="INCOMPLETE, MISMATCH, ERROR ...")
+    ranks: list[RankProgress] = Field(default_factory=list, description="Ranks reported, with their op counts.")
+    missing: list[RankProgress] = Field(default_factory=list, description="Ranks that gave no data.")
+    op_counts: dict[str, dict[int, int]] = Field(
+        default_factory=dict, description="Per collective type ('' when not named): operation count -> how many ranks."
+    )
+    evidence: Evidence | None = None
+
+
+class RasReport(BaseModel):
+    """An `ncclras` status report (NCCL 2.24+), text or JSON (2.28.7+)."""
+
+    source: str
+    format: Literal["text", "json"]
+    nccl_version: str | None = None
+    communicators: list[RasCommunicator] = Field(default_factory=list)
+    dead_processes: list[str] = Field(default_factory=list, description="'process PID on node HOST' entries.")
+    missing_processes: list[str] = Field(default_factory=list)
+    timeouts: int = 0
+    contradictions: list[str] = Field(
+        default_factory=list, description="Where the report contradicts itself (then its errors are not trusted)."
+    )
+    evidence: Evidence | None = None
+
+
+class CollCalls(BaseModel):
+    """NCCL_DEBUG_SUBSYS=COLL lines of one rank of one communicator: how many calls, and the last."""
+
+    host: str | None = None
+    pid: int | None = None
+    comm: str = Field(description="The communicator pointer the lines print.")
+    communicator: str | None = Field(None, description="Communicator.id, from the init line of that pointer.")
+    rank: int | None = Field(None, description="From the same process's init line for that pointer.")
+    nranks: int | None = None
+    calls: int = 0
+    last_op_count: int = Field(description="Highest opCount printed (hex in the log).")
+    last_call: str = Field("", description="Collective of that line, with count and datatype.")
+    evidence: Evidence
+
+
 class Case(BaseModel):
     """Everything understood from the inputs of one `ncclscope` invocation."""
 
@@ -628,6 +770,12 @@ class Case(BaseModel):
         default_factory=list, description="PyTorch/framework lines about NCCL: watchdog timeouts, NCCL errors."
     )
     run: RunRecord | None = Field(None, description="What `ncclscope run` did, when the input is its run directory.")
+    flight_records: list[FlightRecorderDump] = Field(default_factory=list, description="PyTorch Flight Recorder dumps.")
+    ras_reports: list[RasReport] = Field(default_factory=list, description="`ncclras` status reports.")
+    coll_calls: list[CollCalls] = Field(default_factory=list, description="COLL lines per rank and communicator.")
+    progress: list[GroupProgress] = Field(
+        default_factory=list, description="Who reached which collective, per group and kind of evidence (hangs)."
+    )
 
 
 # ---------------------------------------------------------------------------------------------

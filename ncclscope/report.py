@@ -163,7 +163,7 @@ def markdown_text(
             out += [f"#### {f.severity}: {f.code} {f.name}", "", _cell(f.message), ""]
             shown, more = evidence_shown(f)
             if shown:
-                text = "\n".join(f"{ev.source}:{ev.line}: {ev.text}" for ev in shown)
+                text = "\n".join(f"{ev.where}: {ev.text}" for ev in shown)
                 if more > 0:
                     text += f"\n... and {more} more line{'s' if more != 1 else ''}"
                 out += [f"<details><summary>evidence ({len(shown) + more} lines)</summary>", ""]

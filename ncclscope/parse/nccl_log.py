@@ -47,6 +47,11 @@ ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 # Messages that, without NCCL's prefix, are any program's text: a row of '=' ends NCCL's topology dump
 # and every banner of a job script.
 BARE_TOO_PLAIN = frozenset({"system_footer"})
+# ncclDataType_t (src/nccl.h.in): the COLL line prints the number
+DATATYPES = {
+    "0": "int8", "1": "uint8", "2": "int32", "3": "uint32", "4": "int64", "5": "uint64",
+    "6": "float16", "7": "float32", "8": "float64", "9": "bfloat16", "10": "fp8_e4m3", "11": "fp8_e5m2",
+}  # fmt: skip
 BULK_FAMILIES = frozenset(
     {"connection", "collnet_connection", "graph_ring", "graph_tree", "graph_channel", "coll_call", "call", "trace"}
 )
@@ -274,6 +279,9 @@ class LogResult:
     edges: dict[tuple, list] = field(default_factory=dict)
     by_transport: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     transport_examples: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # COLL per-call lines by (host, pid, comm pointer): [calls, highest opCount, its line number, its raw line,
+    # the collective "AllReduce count 1024 datatype 7" of that line, nranks]
+    coll_calls: dict[tuple[str | None, int, str], list] = field(default_factory=dict)
 
 
 UNRECOGNIZED_KEEP = 50
@@ -375,6 +383,13 @@ def _decoder(value: Any) -> Callable[[bytes], Any]:
         items = [_decoder(v) for v in value]
         return lambda line: [item(line) for item in items]
     return lambda line: value
+
+
+def _hex_or(chunk: bytes, default: int = -1) -> int:
+    try:
+        return int(span_text(chunk), 16)
+    except ValueError:
+        return default
 
 
 def _decode(value: Any, line: bytes) -> Any:
@@ -793,6 +808,45 @@ class NcclLogParser:
         lines) are only counted, in `families`."""
         if record.family in ("connection", "collnet_connection"):
             self._connections(record, lines, line_nos)
+        elif record.family == "coll_call":
+            self._coll_calls(record, lines, line_nos)
+
+    def _coll_calls(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
+        """Per rank (process and communicator pointer): how many calls, and the one with the highest opCount.
+        A hung rank stops calling; the others' counts run ahead (rules/hang.py)."""
+        f = record.fields
+        if not isinstance(f.get("op_count"), tuple) or not isinstance(f.get("comm"), tuple):
+            return
+        n = len(lines)
+        column = self._columns(lines)
+        hosts = self._host_column(record, column, n)
+        pids = self._int_column(column, record.prefix.get("pid"), n)
+        comm_text, comm_ids = np.unique(column(f["comm"]), return_inverse=True)
+        ops = np.array([_hex_or(v) for v in column(f["op_count"]).tolist()], dtype=np.int64)
+        order = np.lexsort((ops, comm_ids, hosts, pids))
+        keys = np.stack([pids, hosts, comm_ids], axis=1)[order]
+        ends = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)).tolist() + [n - 1]
+        hosts_by_id = {v: k for k, v in self._host_ids.items()}
+        start = 0
+        for end in ends:
+            idx = int(order[end])  # the highest opCount of this rank
+            calls = end - start + 1
+            start = end + 1
+            host_id = int(hosts[idx])
+            host = hosts_by_id.get(host_id, b"").decode("utf-8", "replace") if host_id >= 0 else None
+            key = (host, int(pids[idx]), span_text(comm_text[comm_ids[idx]]))
+            line = lines[idx]
+            dtype = str(_decode(f.get("datatype"), line))
+            dtype = DATATYPES.get(dtype, f"datatype {dtype}")
+            what = f"{_decode(f.get('func_name'), line)} of {_decode(f.get('count'), line)} {dtype}"
+            nranks = _int_or(_decode(f.get("nranks"), line), -1)
+            entry = self.result.coll_calls.get(key)
+            if entry is None:
+                self.result.coll_calls[key] = [calls, int(ops[idx]), line_nos[idx], line, what, nranks]
+            else:
+                entry[0] += calls
+                if ops[idx] >= entry[1]:
+                    entry[1:5] = [int(ops[idx]), line_nos[idx], line, what]
 
     def _columns(self, lines: list[bytes]) -> Callable[[Span], np.ndarray]:
         """Cut a byte range out of every line of a group at once."""

@@ -8,19 +8,31 @@ parallel processes; its result is picklable.
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ncclscope import interrupts
-from ncclscope.model import BenchmarkRun, EnvSetting, FrameworkEvent, Source, TopologyMatrix, UnrecognizedLine
+from ncclscope.model import (
+    BenchmarkRun,
+    EnvSetting,
+    FlightRecorderDump,
+    FrameworkEvent,
+    RasReport,
+    Source,
+    TopologyMatrix,
+    UnrecognizedLine,
+)
 from ncclscope.normalize import clean, strip_launcher_prefix
+from ncclscope.parse import flight_recorder, ras
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
 from ncclscope.parse.split import OTHER_LINES_KEEP, RangePart, merge_logs
 from ncclscope.parse.topo_matrix import TopologyReader
-from ncclscope.sources import InputFile, ReadStats, iter_blocks, read_head
+from ncclscope.sources import InputFile, ReadStats, iter_blocks, open_binary, read_head
 
 JSON_MAX_BYTES = 256 * 1024 * 1024
 
@@ -36,6 +48,8 @@ class ParsedInput:
     framework: list[FrameworkEvent] = field(default_factory=list)
     settings: list[EnvSetting] = field(default_factory=list)  # set by command lines in the input
     not_kept: dict[str, int] = field(default_factory=dict)  # facts read beyond the per-input limits, by kind
+    flight_records: list[FlightRecorderDump] = field(default_factory=list)
+    ras_reports: list[RasReport] = field(default_factory=list)
 
 
 # A line that only says lines were left out where it stands
@@ -74,6 +88,7 @@ class _OtherLines:
         self.topology = TopologyReader(display)
         self.tests = NcclTestsReader(display)
         self.framework = FrameworkReader(display)
+        self.ras = ras.RasReader(display)
         self.topology_lines = 0
         self.tests_lines = 0
         self.invalid_utf8 = 0
@@ -98,7 +113,7 @@ class _OtherLines:
             self.topology_lines += 1
         elif self.tests.feed(line_no, body):
             self.tests_lines += 1
-        else:
+        elif not self.ras.feed(line_no, body):
             self.framework.feed(line_no, body)
 
 
@@ -106,8 +121,14 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     """Parse one input completely. Never raises for bad content; problems go to Source.problems.
     `progress` is called with the size of each block of text read (the TUI's progress bar)."""
     source = Source(path=item.display)
+    head = read_head(item)
+    form = flight_recorder.looks_like(head)
+    if form is not None:
+        return _parse_flight_record(item, source, form)
+    if ras.looks_like_json(head):
+        return _parse_ras_json(item, source)
     if item.path.endswith(".json") and not item.is_stdin:
-        parsed = _parse_json(item, source)
+        parsed = _parse_json(item, source, head)
         if parsed is not None:
             return parsed
     stats = ReadStats()
@@ -169,6 +190,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLine
     others.tests_runs = parsed.benchmarks
     others.framework.finish()
     parsed.framework = others.framework.events
+    parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version]
     parsed.not_kept = dict(others.framework.not_kept)
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
@@ -215,6 +237,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("nccl_tests")
     if parsed.framework:
         source.kinds.append("framework_log")
+    if parsed.ras_reports:
+        source.kinds.append("ras_status")
     if stats.binary or stats.damaged or (stats.problems and not stats.lines):
         source.usable = False
     elif stats.bytes == 0:
@@ -251,17 +275,66 @@ def _truncation(source: Source, res: LogResult, others: _OtherLines) -> None:
         source.truncated.append(f"lines were left out where it says `{mark}` (line {line_no}{more})")
 
 
-def _parse_json(item: InputFile, source: Source) -> ParsedInput | None:
+def _read_whole(item: InputFile, source: Source, limit: int) -> bytes | None:
+    """A document read whole (JSON, a pickle), or None with the reason in `source`."""
+    try:
+        with open_binary(item) as handle:
+            data = handle.read(limit + 1)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        source.problems.append(f"cannot read: {getattr(exc, 'strerror', None) or exc}")
+        source.usable = False
+        return None
+    if len(data) > limit:
+        source.problems.append(f"larger than {limit // 2**20} MiB: not read")
+        source.usable = False
+        return None
+    source.bytes = len(data)
+    return data
+
+
+def _parse_flight_record(item: InputFile, source: Source, form: str) -> ParsedInput:
+    """A PyTorch Flight Recorder dump (parse/flight_recorder.py); a refused or damaged one is unusable."""
+    data = _read_whole(item, source, flight_recorder.MAX_BYTES)
+    if data is None:
+        return ParsedInput(source)
+    try:
+        dump = flight_recorder.read_dump(data, form, item.display)
+    except flight_recorder.RefusedPickle as exc:
+        source.problems.append(f"pickle refused: {exc}; nothing in it was run (a dump holds only plain data)")
+        source.usable = False
+        return ParsedInput(source)
+    except ValueError as exc:
+        source.problems.append(f"{'pickle' if form == 'pickle' else 'JSON'} not read: {exc}")
+        source.usable = False
+        return ParsedInput(source)
+    source.kinds.append("flight_recorder")
+    source.problems.extend(dump.problems)
+    return ParsedInput(source, flight_records=[dump])
+
+
+def _parse_ras_json(item: InputFile, source: Source) -> ParsedInput:
+    """`ncclras -f json` output (parse/ras.py)."""
+    data = _read_whole(item, source, JSON_MAX_BYTES)
+    if data is None:
+        return ParsedInput(source)
+    source.lines = data.count(b"\n") + 1
+    try:
+        report = ras.read_json(data, item.display)
+    except ValueError as exc:
+        source.problems.append(f"RAS JSON not read: {exc}")
+        source.usable = False
+        return ParsedInput(source)
+    source.kinds.append("ras_status")
+    return ParsedInput(source, ras_reports=[report])
+
+
+def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInput | None:
     """nccl-tests -J output; None when the file is not that (then it is read as text)."""
-    head = read_head(item).decode("utf-8", "replace")
+    head = head_bytes.decode("utf-8", "replace")
     if not looks_like_nccl_tests_json(head):
         return None
-    try:
-        with open(item.path, "rb") as handle:
-            data = handle.read(JSON_MAX_BYTES)
-    except OSError as exc:
-        source.problems.append(f"cannot read: {exc.strerror or exc}")
-        source.usable = False
+    data = _read_whole(item, source, JSON_MAX_BYTES)
+    if data is None:
         return ParsedInput(source)
     text = data.decode("utf-8", "replace")
     source.lines = text.count("\n") + 1

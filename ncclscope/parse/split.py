@@ -38,9 +38,13 @@ def can_split(item: InputFile) -> bool:
     if item.is_stdin or item.path.endswith(".gz") or item.span is not None:
         return False
     try:
-        return os.path.getsize(item.path) >= SPLIT_MIN_BYTES
+        if os.path.getsize(item.path) < SPLIT_MIN_BYTES:
+            return False
+        with open(item.path, "rb") as handle:
+            head = handle.read(64).lstrip()
     except OSError:
         return False
+    return not head.startswith((b"{", b"[", b"\x80"))  # a JSON document or a pickle is read whole
 
 
 def byte_ranges(path: str, parts: int, min_bytes: int = 1) -> list[tuple[int, int]]:
@@ -108,6 +112,14 @@ def _add_log(merged: LogResult, log: LogResult, offset: int) -> None:
     for transport, (line, text) in log.transport_examples.items():
         if transport not in merged.transport_examples:
             merged.transport_examples[transport] = (line + offset, text)
+    for key, (calls, op, line, raw, what, nranks) in log.coll_calls.items():
+        known = merged.coll_calls.get(key)
+        if known is None:
+            merged.coll_calls[key] = [calls, op, line + offset, raw, what, nranks]
+        else:
+            known[0] += calls
+            if op >= known[1]:  # a later range's call with the same or a higher count is the later one
+                known[1:5] = [op, line + offset, raw, what]
     for key, (count, line, raw) in log.edges.items():
         entry = merged.edges.get(key)
         if entry is None:

@@ -64,7 +64,7 @@ def print_finding(f: Finding, console: Console) -> None:
     console.print(f"  {escape(f.message)}", soft_wrap=True)
     shown, more = evidence_shown(f)
     for ev in shown:
-        console.print(f"    [dim]{escape(ev.source)}:{ev.line}[/]  {escape(ev.text[:200])}", soft_wrap=True)
+        console.print(f"    [dim]{escape(ev.where)}[/]  {escape(ev.text[:200])}", soft_wrap=True)
     if more > 0:
         console.print(f"    [dim]... and {more} more line{'s' if more != 1 else ''}[/]")
     if f.related:
@@ -93,7 +93,7 @@ def to_markdown(analysis: Analysis) -> str:
         if f.evidence:
             lines += ["<details><summary>evidence</summary>", "", "```text"]
             shown, more = evidence_shown(f)
-            lines += [f"{ev.source}:{ev.line}: {ev.text}" for ev in shown]
+            lines += [f"{ev.where}: {ev.text}" for ev in shown]
             if more > 0:
                 lines.append(f"... and {more} more lines")
             lines += ["```", "", "</details>", ""]
@@ -137,7 +137,7 @@ def to_sarif(analysis: Analysis) -> str:
                 {
                     "physicalLocation": {
                         "artifactLocation": {"uri": ev.source},
-                        "region": {"startLine": ev.line, "snippet": {"text": ev.text}},
+                        **({"region": {"startLine": ev.line, "snippet": {"text": ev.text}}} if ev.line > 0 else {}),
                     }
                 }
                 for ev in f.evidence

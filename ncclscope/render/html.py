@@ -213,11 +213,11 @@ def _more(count: int, what: str = "rows") -> str:
 
 
 def _where(ev: Evidence | None) -> str:
-    return f"{ev.source}:{ev.line}" if ev else ""
+    return ev.where if ev else ""
 
 
 def _evidence_block(lines: Sequence[Evidence], more: int) -> str:
-    text = "\n".join(f"{ev.source}:{ev.line}: {ev.text}" for ev in lines)
+    text = "\n".join(f"{ev.where}: {ev.text}" for ev in lines)
     if more > 0:
         text += f"\n... and {more} more line{'s' if more != 1 else ''}"
     return f"<pre>{e(text)}</pre>"

@@ -9,6 +9,7 @@ from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrat
     env,
     evidence,
     gdr,
+    hang,
     net,
     net_errors,
     net_interfaces,

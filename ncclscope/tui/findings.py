@@ -121,7 +121,7 @@ class FindingsPane(Vertical):
             return
         self.query_one("#finding-text", Static).update(_detail(finding))
         evidence_list.add_options(
-            Option(f"[$text-muted]{escape(e.source)}:{e.line}[/]  {escape(e.text[:EVIDENCE_TEXT_CHARS])}")
+            Option(f"[$text-muted]{escape(e.where)}[/]  {escape(e.text[:EVIDENCE_TEXT_CHARS])}")
             for e in finding.evidence
         )
         total = max(finding.evidence_count, len(finding.evidence))
