@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_runner_torch_bench import require_torch
 
-from tests.conftest import REPO, only_finding, run_cli
-from tests.test_runner_torch_bench import require_torch
+from conftest import REPO, findings_of, only_finding, run_cli
 
 JOB = REPO / "tests" / "jobs" / "hang_job.py"
 HANG = "fixtures/hang"
@@ -184,7 +184,6 @@ def test_ras_text_2_24_counts_give_ranks_behind_not_missing() -> None:
     assert finding.ranks == [12, 13, 26]
     assert "29 at 15307, 2 at 15306, 1 at 15305" in finding.message
     assert "slowest rank 26 on 10.8.0.44" in finding.message
-    from tests.conftest import findings_of
 
     assert not findings_of("HANG001", f"{HANG}/ras_counts_2_24.txt")  # a snapshot cannot say who is stuck
 
@@ -206,13 +205,11 @@ def test_coll_lines_of_a_cut_log_are_only_ranks_behind(tmp_path: Path) -> None:
     text = (REPO / HANG / "coll_rank_missing.log").read_text().splitlines()
     cut = tmp_path / "cut.log"
     cut.write_text("\n".join(text[:-3]) + "\n" + text[-3][:60])  # ends inside a record: the paste was cut
-    from tests.conftest import findings_of
 
     assert not findings_of("HANG001", cut)
 
 
 def test_healthy_coll_lines_say_nothing() -> None:
-    from tests.conftest import findings_of
 
     for fixture in ("fixtures/nccl/coll_tuning_trace.log",):
         assert not findings_of("HANG001", fixture) and not findings_of("HANG003", fixture)
