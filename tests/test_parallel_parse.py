@@ -70,3 +70,21 @@ def test_several_large_files_share_the_workers(big_mixed_file: Path, tmp_path: P
     serial = read_case([str(big_mixed_file), str(other)], jobs=1)
     parallel = read_case([str(big_mixed_file), str(other)], jobs=4)
     assert parallel.case.model_dump() == serial.case.model_dump()
+
+
+def test_only_documents_are_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Logs whose lines start with `[` (timestamps, rank tags) or `{` (JSON lines) are cut into ranges;
+    a Flight Recorder dump, a RAS JSON report and nccl-tests -J output are read whole."""
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    cases = {
+        "stamped.log": (b"[2026-03-14 10:17:06.873617] node022:59573:59573 [5] NCCL INFO NCCL version 2.28.3\n", True),
+        "rank_tag.log": (b"[rank3]: node1:77:77 [3] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n", True),
+        "json_lines.log": (b'{"msg": "node1:77:77 [3] NCCL INFO Init COMPLETE"}\n', True),
+        "rank_0": ((FIXTURES / "hang" / "ras_status.json").read_bytes(), False),
+        "ras.json": ((FIXTURES / "hang" / "ras_status.json").read_bytes(), False),
+        "dump": (b"\x80\x04\x95" + b"\x00" * 40, False),
+    }
+    for name, (data, splits) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert split.can_split(InputFile(str(path), name)) is splits, name

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ncclscope.parse import flight_recorder, ras
 from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult
-from ncclscope.sources import MAX_LINE_BYTES, InputFile, ReadStats
+from ncclscope.parse.nccl_tests import looks_like_nccl_tests_json
+from ncclscope.sources import MAX_LINE_BYTES, InputFile, ReadStats, read_head
 
 SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: start-up costs more than it saves
 # Several ranges per worker: the start of a log (init, new line shapes to learn) costs more per byte
@@ -40,11 +42,20 @@ def can_split(item: InputFile) -> bool:
     try:
         if os.path.getsize(item.path) < SPLIT_MIN_BYTES:
             return False
-        with open(item.path, "rb") as handle:
-            head = handle.read(64).lstrip()
     except OSError:
         return False
-    return not head.startswith((b"{", b"[", b"\x80"))  # a JSON document or a pickle is read whole
+    return not is_document(read_head(item))
+
+
+def is_document(head: bytes) -> bool:
+    """A JSON document or a pickle that parse_input reads whole (a Flight Recorder dump, `ncclras -f json`,
+    nccl-tests -J), by the sniffers that parse_input dispatches on; a log whose lines start with `[` or `{`
+    is not one."""
+    return (
+        flight_recorder.looks_like(head) is not None
+        or ras.looks_like_json(head)
+        or looks_like_nccl_tests_json(head.decode("utf-8", "replace"))
+    )
 
 
 def byte_ranges(path: str, parts: int, min_bytes: int = 1) -> list[tuple[int, int]]:
@@ -112,14 +123,15 @@ def _add_log(merged: LogResult, log: LogResult, offset: int) -> None:
     for transport, (line, text) in log.transport_examples.items():
         if transport not in merged.transport_examples:
             merged.transport_examples[transport] = (line + offset, text)
-    for key, (calls, op, line, raw, what, nranks) in log.coll_calls.items():
+    for key, (calls, op, event) in log.coll_calls.items():
+        event.line += offset
         known = merged.coll_calls.get(key)
         if known is None:
-            merged.coll_calls[key] = [calls, op, line + offset, raw, what, nranks]
+            merged.coll_calls[key] = [calls, op, event]
         else:
             known[0] += calls
             if op >= known[1]:  # a later range's call with the same or a higher count is the later one
-                known[1:5] = [op, line + offset, raw, what]
+                known[1:] = [op, event]
     for key, (count, line, raw) in log.edges.items():
         entry = merged.edges.get(key)
         if entry is None:
