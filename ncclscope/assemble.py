@@ -767,12 +767,21 @@ def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
 
 
 # ---------------------------------------------------------------------------------- finishing
+# ncclDataType_t (src/nccl.h.in): a COLL line prints the number
+DATATYPES = {
+    "0": "int8", "1": "uint8", "2": "int32", "3": "uint32", "4": "int64", "5": "uint64",
+    "6": "float16", "7": "float32", "8": "float64", "9": "bfloat16", "10": "fp8_e4m3", "11": "fp8_e5m2",
+}  # fmt: skip
+
+
 def _add_coll_calls(b: _Builder) -> None:
     """COLL lines per rank: the rank is the one the same process's init line gives that comm pointer."""
     for path, calls in b.coll_calls:
-        for (host, pid, pointer), (count, op, line, raw, what, nranks) in calls.items():
+        for (host, pid, pointer), (count, op, event) in calls.items():
             key = ("", host or "", pid if pid >= 0 else None, pointer)
             comm = b.comm_by_pointer.get(key)
+            f = event.fields
+            dtype = str(f.get("datatype"))
             b.case.coll_calls.append(
                 CollCalls(
                     communicator=comm.id if comm else None,
@@ -780,11 +789,11 @@ def _add_coll_calls(b: _Builder) -> None:
                     pid=key[2],
                     comm=pointer,
                     rank=b.rank_by_pointer.get(key),
-                    nranks=nranks if nranks >= 0 else None,
+                    nranks=as_int(f.get("nranks")),
                     calls=count,
                     last_op_count=op,
-                    last_call=what,
-                    evidence=Evidence(source=path, line=line, text=clean(raw.decode("utf-8", "replace")).text[:300]),
+                    last_call=f"{f.get('func_name')} of {f.get('count')} {DATATYPES.get(dtype, f'datatype {dtype}')}",
+                    evidence=_evidence(path, event),
                 )
             )
     b.case.coll_calls.sort(key=lambda c: (c.comm, c.rank if c.rank is not None else -1, c.host or "", c.pid or 0))

@@ -47,11 +47,10 @@ ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 # Messages that, without NCCL's prefix, are any program's text: a row of '=' ends NCCL's topology dump
 # and every banner of a job script.
 BARE_TOO_PLAIN = frozenset({"system_footer"})
-# ncclDataType_t (src/nccl.h.in): the COLL line prints the number
-DATATYPES = {
-    "0": "int8", "1": "uint8", "2": "int32", "3": "uint32", "4": "int64", "5": "uint64",
-    "6": "float16", "7": "float32", "8": "float64", "9": "bfloat16", "10": "fp8_e4m3", "11": "fp8_e5m2",
-}  # fmt: skip
+HEX_DIGITS = np.full(256, -1, dtype=np.int64)  # byte -> its value as a hex digit
+HEX_DIGITS[np.frombuffer(b"0123456789abcdef", np.uint8)] = HEX_DIGITS[np.frombuffer(b"0123456789ABCDEF", np.uint8)] = (
+    np.arange(16)
+)
 BULK_FAMILIES = frozenset(
     {"connection", "collnet_connection", "graph_ring", "graph_tree", "graph_channel", "coll_call", "call", "trace"}
 )
@@ -279,8 +278,7 @@ class LogResult:
     edges: dict[tuple, list] = field(default_factory=dict)
     by_transport: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     transport_examples: dict[str, tuple[int, str]] = field(default_factory=dict)
-    # COLL per-call lines by (host, pid, comm pointer): [calls, highest opCount, its line number, its raw line,
-    # the collective "AllReduce count 1024 datatype 7" of that line, nranks]
+    # COLL per-call lines by (host, pid, comm pointer): [calls, highest opCount, the Event of that line]
     coll_calls: dict[tuple[str | None, int, str], list] = field(default_factory=dict)
 
 
@@ -812,8 +810,9 @@ class NcclLogParser:
             self._coll_calls(record, lines, line_nos)
 
     def _coll_calls(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
-        """Per rank (process and communicator pointer): how many calls, and the one with the highest opCount.
-        A hung rank stops calling; the others' counts run ahead (rules/hang.py)."""
+        """Per rank (process and communicator pointer): how many calls, and the one with the highest opCount,
+        kept as an Event (its fields are decoded once, when assembled). A hung rank stops calling; the others'
+        counts run ahead (rules/hang.py)."""
         f = record.fields
         if not isinstance(f.get("op_count"), tuple) or not isinstance(f.get("comm"), tuple):
             return
@@ -822,31 +821,36 @@ class NcclLogParser:
         hosts = self._host_column(record, column, n)
         pids = self._int_column(column, record.prefix.get("pid"), n)
         comm_text, comm_ids = np.unique(column(f["comm"]), return_inverse=True)
-        ops = np.array([_hex_or(v) for v in column(f["op_count"]).tolist()], dtype=np.int64)
+        ops = self._hex_column(column, f["op_count"])
         order = np.lexsort((ops, comm_ids, hosts, pids))
         keys = np.stack([pids, hosts, comm_ids], axis=1)[order]
-        ends = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)).tolist() + [n - 1]
-        hosts_by_id = {v: k for k, v in self._host_ids.items()}
-        start = 0
-        for end in ends:
-            idx = int(order[end])  # the highest opCount of this rank
-            calls = end - start + 1
-            start = end + 1
-            host_id = int(hosts[idx])
-            host = hosts_by_id.get(host_id, b"").decode("utf-8", "replace") if host_id >= 0 else None
-            key = (host, int(pids[idx]), span_text(comm_text[comm_ids[idx]]))
-            line = lines[idx]
-            dtype = str(_decode(f.get("datatype"), line))
-            dtype = DATATYPES.get(dtype, f"datatype {dtype}")
-            what = f"{_decode(f.get('func_name'), line)} of {_decode(f.get('count'), line)} {dtype}"
-            nranks = _int_or(_decode(f.get("nranks"), line), -1)
-            entry = self.result.coll_calls.get(key)
+        ends = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1))
+        last = order[np.append(ends, n - 1)]  # each rank's line with the highest opCount
+        calls = np.diff(np.append(-1, np.append(ends, n - 1)))
+        host_names = {v: k.decode("utf-8", "replace") for k, v in self._host_ids.items()}
+        comms = [span_text(c) for c in comm_text.tolist()]
+        found = self.result.coll_calls
+        for idx, count in zip(last.tolist(), calls.tolist(), strict=True):
+            key = (host_names.get(int(hosts[idx])), int(pids[idx]), comms[comm_ids[idx]])
+            op = int(ops[idx])
+            entry = found.get(key)
             if entry is None:
-                self.result.coll_calls[key] = [calls, int(ops[idx]), line_nos[idx], line, what, nranks]
+                found[key] = [count, op, Event(line_nos[idx], lines[idx], record)]
             else:
-                entry[0] += calls
-                if ops[idx] >= entry[1]:
-                    entry[1:5] = [int(ops[idx]), line_nos[idx], line, what]
+                entry[0] += count
+                if op >= entry[1]:
+                    entry[1:] = [op, Event(line_nos[idx], lines[idx], record)]
+
+    @staticmethod
+    def _hex_column(column: Callable[[Span], np.ndarray], span: Span) -> np.ndarray:
+        """A hex field of every line (-1 where it is not hex), like _int_column for decimal ones."""
+        matrix = getattr(column, "matrix", None)
+        a, b = span
+        if matrix is not None and b - a <= 15:
+            digits = HEX_DIGITS[matrix[:, a:b]]
+            if (digits >= 0).all():  # lines of one shape have their digits at the same places
+                return digits @ (16 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
+        return np.array([_hex_or(v) for v in column(span).tolist()], dtype=np.int64)
 
     def _columns(self, lines: list[bytes]) -> Callable[[Span], np.ndarray]:
         """Cut a byte range out of every line of a group at once."""
