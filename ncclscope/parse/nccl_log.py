@@ -416,7 +416,8 @@ class NcclLogParser:
     """Feeds lines of one source; collects records, counts and the lines that are not NCCL's."""
 
     def __init__(self, on_other: Callable[[int, str], None], shapes: ShapeBook | None = None) -> None:
-        self.result = LogResult()
+        self._result = LogResult()
+        self._coll_rows: list[tuple] = []  # per batch of COLL lines, each rank's last call (_coll_calls)
         self._on_other = on_other
         shapes = shapes or ShapeBook()
         self._cache = shapes.cache
@@ -427,6 +428,13 @@ class NcclLogParser:
         self._templates = shapes.templates
         self.lark_parses = 0  # how many lines the grammar itself read (the rest reused a parse)
         self._unrecognized_cutoff = float("inf")
+
+    @property
+    def result(self) -> LogResult:
+        """What was read so far (the COLL lines' per-rank summary brought up to date)."""
+        if self._coll_rows:
+            self._reduce_coll_calls()
+        return self._result
 
     # ----------------------------------------------------------------------------------- lines
     def feed_block(self, data: bytes, first_line: int) -> None:
@@ -485,7 +493,7 @@ class NcclLogParser:
             return
         if shape.lead is not None:  # a table row the record was glued to also goes to the other readers
             lead = lines[i][shape.lead[0] : shape.lead[1]].decode("utf-8", "replace")
-            self.result.lead_lines += 1
+            self._result.lead_lines += 1
             self._on_other(first_line + i, clean(lead).text)
         groups.setdefault(shape, []).append(i)
 
@@ -529,22 +537,22 @@ class NcclLogParser:
             if shape is None and len(lines[i]) <= MAX_LINE_BYTES:
                 shape = self._shape_for_new_skeleton(lines[i])
             if shape is None or not shape.records:
-                self.result.last = (first_line + i, "")
+                self._result.last = (first_line + i, "")
             elif not shape.recognized:
-                self.result.last = (first_line + i, None)
+                self._result.last = (first_line + i, None)
             else:
-                self.result.last = (first_line + i, record_kind(shape.records[-1]))
+                self._result.last = (first_line + i, record_kind(shape.records[-1]))
             return
 
     def _overlong(self, line_no: int, line: bytes) -> None:
         if b"NCCL " in line:
-            self.result.nccl_lines += 1
+            self._result.nccl_lines += 1
             self._unrecognized(line_no, line[:300], f"line too long ({len(line)} bytes), not parsed")
         else:
             self._on_other(line_no, "")
 
     def _unrecognized(self, line_no: int, raw: bytes, reason: str) -> None:
-        res = self.result
+        res = self._result
         res.unrecognized_count += 1
         if line_no > self._unrecognized_cutoff:
             return
@@ -781,7 +789,7 @@ class NcclLogParser:
                 line_nos = [line_nos[i] for i in keep]
                 if not lines:
                     return
-        res = self.result
+        res = self._result
         n = len(lines)
         res.nccl_lines += n
         if shape.recognized:
@@ -810,9 +818,10 @@ class NcclLogParser:
             self._coll_calls(record, lines, line_nos)
 
     def _coll_calls(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
-        """Per rank (process and communicator pointer): how many calls, and the one with the highest opCount,
-        kept as an Event (its fields are decoded once, when assembled). A hung rank stops calling; the others'
-        counts run ahead (rules/hang.py)."""
+        """Per rank (process and communicator pointer): how many calls, and the one with the highest opCount.
+        A batch is reduced to its ranks' last calls here, in numpy; the batches are reduced together once, when
+        the result is read (a batch holds about one line per rank, a file thousands of batches). A hung rank
+        stops calling; the others' counts run ahead (rules/hang.py)."""
         f = record.fields
         if not isinstance(f.get("op_count"), tuple) or not isinstance(f.get("comm"), tuple):
             return
@@ -824,22 +833,44 @@ class NcclLogParser:
         ops = self._hex_column(column, f["op_count"])
         order = np.lexsort((ops, comm_ids, hosts, pids))
         keys = np.stack([pids, hosts, comm_ids], axis=1)[order]
-        ends = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1))
-        last = order[np.append(ends, n - 1)]  # each rank's line with the highest opCount
-        calls = np.diff(np.append(-1, np.append(ends, n - 1)))
+        ends = np.append(np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)), n - 1)
+        last = order[ends]  # each rank's line with the highest opCount
+        comms = comm_text.tolist()  # bytes: decoded once per rank, when reduced
+        self._coll_rows.append(
+            (
+                pids[last], hosts[last], [comms[i] for i in comm_ids[last].tolist()], ops[last],
+                np.diff(np.append(-1, ends)), [(line_nos[i], lines[i]) for i in last.tolist()], record,
+            )
+        )  # fmt: skip
+
+    def _reduce_coll_calls(self) -> None:
+        rows, self._coll_rows = self._coll_rows, []
+        pids = np.concatenate([r[0] for r in rows])
+        hosts = np.concatenate([r[1] for r in rows])
+        comms = [c for r in rows for c in r[2]]
+        ops = np.concatenate([r[3] for r in rows])
+        calls = np.concatenate([r[4] for r in rows])
+        found = [(line, record) for r in rows for line, record in zip(r[5], [r[6]] * len(r[5]), strict=True)]
+        comm_ids = {c: i for i, c in enumerate(dict.fromkeys(comms))}
+        comm_col = np.array([comm_ids[c] for c in comms], dtype=np.int64)
+        # the highest opCount of each rank; among equal ones the batch read last, as a later call replaces
+        order = np.lexsort((np.arange(len(ops)), ops, comm_col, hosts, pids))
+        keys = np.stack([pids, hosts, comm_col], axis=1)[order]
+        starts = np.append(0, np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1)
+        totals = np.add.reduceat(calls[order], starts)
+        ends = np.append(starts[1:], len(order)) - 1
         host_names = {v: k.decode("utf-8", "replace") for k, v in self._host_ids.items()}
-        comms = [span_text(c) for c in comm_text.tolist()]
-        found = self.result.coll_calls
-        for idx, count in zip(last.tolist(), calls.tolist(), strict=True):
-            key = (host_names.get(int(hosts[idx])), int(pids[idx]), comms[comm_ids[idx]])
-            op = int(ops[idx])
-            entry = found.get(key)
+        summary = self._result.coll_calls
+        for idx, count in zip(order[ends].tolist(), totals.tolist(), strict=True):
+            key = (host_names.get(int(hosts[idx])), int(pids[idx]), span_text(comms[idx]))
+            (line_no, line), record = found[idx]
+            entry = summary.get(key)
             if entry is None:
-                found[key] = [count, op, Event(line_nos[idx], lines[idx], record)]
-            else:
+                summary[key] = [count, int(ops[idx]), Event(line_no, line, record)]
+            else:  # the result was read before (a test, a follow): later batches add to it
                 entry[0] += count
-                if op >= entry[1]:
-                    entry[1:] = [op, Event(line_nos[idx], lines[idx], record)]
+                if ops[idx] >= entry[1]:
+                    entry[1:] = [int(ops[idx]), Event(line_no, line, record)]
 
     @staticmethod
     def _hex_column(column: Callable[[Span], np.ndarray], span: Span) -> np.ndarray:
@@ -894,7 +925,7 @@ class NcclLogParser:
             return np.array([_int_or(span_text(v), default) for v in values.tolist()], dtype=np.int64)
 
     def _connections(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
-        res = self.result
+        res = self._result
         f = record.fields
         n = len(lines)
         column = self._columns(lines)
@@ -960,7 +991,7 @@ class NcclLogParser:
     ) -> None:
         """NET lines between two ranks printed with the same device ("0[18000] -> 1[18000]"): two ranks
         cannot share a GPU, so they are on different hosts, whatever host name the lines carry."""
-        res = self.result
+        res = self._result
         if not (isinstance(src.get("dev"), tuple) and isinstance(dst.get("dev"), tuple)):
             return
         same = (column(src["dev"]) == column(dst["dev"])) & (column(src["rank"]) != column(dst["rank"]))
