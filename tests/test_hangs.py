@@ -278,3 +278,15 @@ def test_a_ras_report_that_contradicts_itself_is_only_a_warning(tmp_path: Path) 
     finding = only_finding("HANG001", path)
     assert finding.severity == "warning" and finding.ranks == [7]
     assert "contradicts itself (group 1 reports INCOMPLETE,MISMATCH" in finding.message
+
+
+def test_coll_summary_is_the_same_however_often_it_is_reduced(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncclscope.parse import nccl_log
+    from ncclscope.reading import read_case
+
+    paths = [str(REPO / HANG / "coll_rank_missing.log"), str(REPO / "fixtures/nccl/coll_tuning_trace.log")]
+    once = read_case(paths, jobs=1).case.coll_calls
+    monkeypatch.setattr(nccl_log, "COLL_PENDING_MAX", 1)  # every batch reduced into the summary at once
+    assert read_case(paths, jobs=1).case.coll_calls == once
+    hang = [c for c in once if c.evidence.source.endswith("coll_rank_missing.log")]
+    assert len(hang) == 8 and {c.rank: (c.calls, c.last_op_count) for c in hang if c.calls < 44} == {6: (43, 0x2A)}

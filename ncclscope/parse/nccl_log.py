@@ -40,6 +40,7 @@ DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
 DECODE_MEMO = 4096  # decoded field sets kept per record shape (one per distinct value, e.g. per host)
+COLL_PENDING_MAX = 20_000  # COLL summary rows (one line each) kept before they are reduced together
 GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
 ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 
@@ -418,6 +419,7 @@ class NcclLogParser:
     def __init__(self, on_other: Callable[[int, str], None], shapes: ShapeBook | None = None) -> None:
         self._result = LogResult()
         self._coll_rows: list[tuple] = []  # per batch of COLL lines, each rank's last call (_coll_calls)
+        self._coll_pending = 0  # rows in _coll_rows
         self._on_other = on_other
         shapes = shapes or ShapeBook()
         self._cache = shapes.cache
@@ -819,8 +821,9 @@ class NcclLogParser:
 
     def _coll_calls(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
         """Per rank (process and communicator pointer): how many calls, and the one with the highest opCount.
-        A batch is reduced to its ranks' last calls here, in numpy; the batches are reduced together once, when
-        the result is read (a batch holds about one line per rank, a file thousands of batches). A hung rank
+        A batch is reduced to its ranks' last calls here, in numpy; the batches are reduced together every
+        COLL_PENDING_MAX rows and when the result is read (a batch holds about one line per rank, a file
+        thousands of batches, so a dictionary merge per batch would be a Python loop per line). A hung rank
         stops calling; the others' counts run ahead (rules/hang.py)."""
         f = record.fields
         if not isinstance(f.get("op_count"), tuple) or not isinstance(f.get("comm"), tuple):
@@ -842,9 +845,12 @@ class NcclLogParser:
                 np.diff(np.append(-1, ends)), [(line_nos[i], lines[i]) for i in last.tolist()], record,
             )
         )  # fmt: skip
+        self._coll_pending += len(last)
+        if self._coll_pending >= COLL_PENDING_MAX:  # each row keeps its line alive: memory stays bounded
+            self._reduce_coll_calls()
 
     def _reduce_coll_calls(self) -> None:
-        rows, self._coll_rows = self._coll_rows, []
+        rows, self._coll_rows, self._coll_pending = self._coll_rows, [], 0
         pids = np.concatenate([r[0] for r in rows])
         hosts = np.concatenate([r[1] for r in rows])
         comms = [c for r in rows for c in r[2]]
@@ -867,7 +873,7 @@ class NcclLogParser:
             entry = summary.get(key)
             if entry is None:
                 summary[key] = [count, int(ops[idx]), Event(line_no, line, record)]
-            else:  # the result was read before (a test, a follow): later batches add to it
+            else:  # reduced before (COLL_PENDING_MAX, or the result was read): later batches add to it
                 entry[0] += count
                 if ops[idx] >= entry[1]:
                     entry[1:] = [int(ops[idx]), Event(line_no, line, record)]
