@@ -66,11 +66,10 @@ STORIES: list[tuple[str, list[str]]] = [
     ("BW004", ["BW001"]),
     ("GDR002", ["BW001"]),
     ("NET003", ["NET006", "RUN001"]),
-    ("NET005", ["NET006"]),
     # a hang's cause is what went wrong on the host of the rank the others wait for (HOST_BOUND)
     ("RUN004", ["HANG001", "HANG003"]),
     ("RUN005", ["HANG001", "HANG003"]),
-    ("NET005", ["HANG001", "HANG003"]),
+    ("NET005", ["NET006", "HANG001", "HANG003"]),
     ("NET006", ["HANG001", "HANG003"]),
     ("HANG001", ["RUN006"]),
     ("HANG002", ["RUN006"]),

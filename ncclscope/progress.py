@@ -71,11 +71,11 @@ def _flight_recorder(dumps: list[FlightRecorderDump]) -> list[GroupProgress]:
     for dump in dumps:
         for entry in dump.entries:
             groups.setdefault(entry.group, group_label(entry))
+    sources = {d.rank: d.source for d in dumps if d.rank is not None}
     out = []
     for group, label in groups.items():
         members = flight_recorder_members(dumps, group)
         by_rank = collectives_by_rank(dumps, group)
-        sources = {d.rank: d.source for d in dumps if d.rank is not None}
         progress = GroupProgress(via="flight_recorder", group=label, size=len(members) or None)
         for rank in members:
             seqs = by_rank.get(rank)

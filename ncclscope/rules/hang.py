@@ -159,11 +159,8 @@ def _at(progress: GroupProgress, n: int | None) -> str:
 
 
 def _group_name(progress: GroupProgress) -> str:
-    if progress.via == "coll_lines":
-        return f"communicator {progress.group}"
-    if progress.via == "ras":
-        return f"communicator {progress.group}"
-    return f"process group {progress.group}"
+    kind = "communicator" if progress.via in ("coll_lines", "ras") else "process group"
+    return f"{kind} {progress.group}"
 
 
 def _ras_missing(ctx: Context) -> Iterable[Finding]:
