@@ -23,6 +23,13 @@ from ncclscope.model import (
     RankProgress,
 )
 
+VIA = {
+    "flight_recorder": "Flight Recorder dumps",
+    "coll_lines": "NCCL COLL lines",
+    "watchdog": "PyTorch watchdog lines",
+    "ras": "the ncclras report",
+}
+
 
 def collective_progress(case: Case) -> list[GroupProgress]:
     out = _flight_recorder(case.flight_records)
@@ -30,6 +37,33 @@ def collective_progress(case: Case) -> list[GroupProgress]:
     out += _watchdog(case)
     out += _ras(case)
     return out
+
+
+def furthest(progress: GroupProgress) -> tuple[int | None, list[RankProgress], list[RankProgress]]:
+    """The furthest sequence number, the ranks there, and the ranks behind it, slowest first (those
+    that reported nothing for the group count as behind when the evidence says they are members)."""
+    known = [r for r in progress.ranks if r.entered is not None]
+    if not known:
+        return None, [], []
+    top = max(r.entered for r in known if r.entered is not None)
+    leaders = [r for r in known if r.entered == top]
+    behind = [r for r in progress.ranks if r.entered is None or r.entered < top]
+    if progress.via == "coll_lines":
+        behind += [m for m in progress.missing if m.status == "no COLL line"]
+    return top, leaders, sorted(behind, key=lambda r: (r.entered if r.entered is not None else -1, r.rank))
+
+
+def group_name(progress: GroupProgress) -> str:
+    """`process group 0:default_pg`, `communicator 0x3c1f...`: as findings name the group."""
+    kind = "communicator" if progress.via in ("coll_lines", "ras") else "process group"
+    return f"{kind} {progress.group}"
+
+
+def position(progress: GroupProgress, n: int | None) -> str:
+    """A position as the evidence prints it: NCCL's opCount in hex, PyTorch's sequence numbers in decimal."""
+    if n is None:
+        return "nothing"
+    return f"opCount {n:x}" if progress.via == "coll_lines" else f"sequence number {n}"
 
 
 def describe(entry: FlightRecorderEntry) -> str:

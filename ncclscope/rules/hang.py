@@ -13,17 +13,20 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ncclscope.model import Evidence, Finding, FlightRecorderEntry, GroupProgress, RankProgress, Severity
-from ncclscope.progress import collectives_by_rank, describe, flight_recorder_members, group_label
+from ncclscope.progress import (
+    VIA,
+    collectives_by_rank,
+    describe,
+    flight_recorder_members,
+    furthest,
+    group_label,
+    group_name,
+    position,
+)
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
 from ncclscope.rules.version import rank_text
 
-VIA = {
-    "flight_recorder": "Flight Recorder dumps",
-    "coll_lines": "NCCL COLL lines",
-    "watchdog": "PyTorch watchdog lines",
-    "ras": "the ncclras report",
-}
 # collectives whose input tensors have the same shape on every rank (the others split unevenly)
 SAME_SHAPE = {
     "all_reduce", "allreduce", "allreduce_coalesced", "broadcast", "reduce", "all_gather", "allgather",
@@ -42,20 +45,6 @@ def _hosts(items: Iterable[RankProgress]) -> list[str]:
 
 def _evidence(items: Iterable[RankProgress]) -> list[Evidence]:
     return [r.evidence for r in items if r.evidence is not None]
-
-
-def _split(progress: GroupProgress) -> tuple[int | None, list[RankProgress], list[RankProgress]]:
-    """The furthest sequence number, the ranks there, and the ranks behind it (those that reported
-    nothing for the group count as behind when the evidence says they are members)."""
-    known = [r for r in progress.ranks if r.entered is not None]
-    if not known:
-        return None, [], []
-    top = max(r.entered for r in known if r.entered is not None)
-    leaders = [r for r in known if r.entered == top]
-    behind = [r for r in progress.ranks if r.entered is None or r.entered < top]
-    if progress.via == "coll_lines":
-        behind += [m for m in progress.missing if m.status == "no COLL line"]
-    return top, leaders, sorted(behind, key=lambda r: (r.entered if r.entered is not None else -1, r.rank))
 
 
 def _cut_sources(ctx: Context) -> set[str]:
@@ -91,7 +80,7 @@ def rank_missing(ctx: Context) -> Iterable[Finding]:
     for progress in ctx.case.progress:
         if progress.via == "ras":
             continue  # read from the reports themselves below: RAS says who is missing outright
-        top, leaders, behind = _split(progress)
+        top, leaders, behind = furthest(progress)
         if top is None or not behind or not _is_missing(progress, leaders, behind, cut):
             continue
         if progress.via == "flight_recorder" and _mismatch_at(ctx, progress, top):
@@ -122,7 +111,7 @@ def _missing_finding(
     waiting = [r.rank for r in leaders]
     what = leaders[0].operation or "a collective"
     message = (
-        f"{_ranks_word(missing)} of {_group_name(progress)} never entered {what} ({_at(progress, top)})"
+        f"{_ranks_word(missing)} of {group_name(progress)} never entered {what} ({position(progress, top)})"
         f" that {len(waiting)} rank{'s' if len(waiting) != 1 else ''} ({rank_text(waiting)}) wait in"
     )
     hosts = _hosts(behind)
@@ -130,7 +119,9 @@ def _missing_finding(
         message += f"; on {', '.join(hosts)}"
     lasts = sorted({(r.entered, r.operation) for r in behind if r.entered is not None}, key=lambda t: t[0] or 0)
     if lasts:
-        message += "; their last: " + ", ".join(_at(progress, n) + (f" ({op})" if op else "") for n, op in lasts[:3])
+        message += "; their last: " + ", ".join(
+            position(progress, n) + (f" ({op})" if op else "") for n, op in lasts[:3]
+        )
     silent = [r.rank for r in behind if r.entered is None]
     if silent:
         message += (
@@ -149,18 +140,6 @@ def _missing_finding(
         ranks=missing,
         hosts=hosts,
     )
-
-
-def _at(progress: GroupProgress, n: int | None) -> str:
-    """A position as the evidence prints it: NCCL's opCount in hex, PyTorch's sequence numbers in decimal."""
-    if n is None:
-        return "nothing"
-    return f"opCount {n:x}" if progress.via == "coll_lines" else f"sequence number {n}"
-
-
-def _group_name(progress: GroupProgress) -> str:
-    kind = "communicator" if progress.via in ("coll_lines", "ras") else "process group"
-    return f"{kind} {progress.group}"
 
 
 def _ras_missing(ctx: Context) -> Iterable[Finding]:
@@ -296,7 +275,7 @@ def ranks_behind(ctx: Context) -> Iterable[Finding]:
     for progress in ctx.case.progress:
         if progress.via == "ras":
             continue
-        top, leaders, behind = _split(progress)
+        top, leaders, behind = furthest(progress)
         if top is None or not behind or _is_missing(progress, leaders, behind, cut):
             continue
         if progress.via == "flight_recorder" and _mismatch_at(ctx, progress, top):
@@ -304,9 +283,9 @@ def ranks_behind(ctx: Context) -> Iterable[Finding]:
         slowest_count = behind[0].entered
         slowest = [r for r in behind if r.entered == slowest_count]
         message = (
-            f"{_group_name(progress)}: {len(behind)} of {len(progress.ranks) + len(progress.missing)} ranks are behind"
-            f" ({len(leaders)} at {_at(progress, top)}); slowest {_ranks_word([r.rank for r in slowest])}"
-            f" at {_at(progress, slowest_count)}"
+            f"{group_name(progress)}: {len(behind)} of {len(progress.ranks) + len(progress.missing)} ranks are behind"
+            f" ({len(leaders)} at {position(progress, top)}); slowest {_ranks_word([r.rank for r in slowest])}"
+            f" at {position(progress, slowest_count)}"
         )
         hosts = _hosts(slowest)
         if hosts:

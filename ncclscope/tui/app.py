@@ -19,8 +19,9 @@ from ncclscope.tui.findings import FindingsPane
 from ncclscope.tui.help import HelpScreen
 from ncclscope.tui.hosts import HostsPane
 from ncclscope.tui.loading import BackgroundParse, Done, PreparedInputs, Progress
-from ncclscope.tui.messages import JumpToLine
+from ncclscope.tui.messages import JumpToLine, ShowProgress
 from ncclscope.tui.palette import NcclscopeCommands, PaletteCommand
+from ncclscope.tui.progress import ProgressPane
 from ncclscope.tui.raw_log import RawLogPane
 from ncclscope.tui.topology import TopologyPane
 from ncclscope.tui.view import CaseView
@@ -33,6 +34,7 @@ TABS: list[tuple[str, str, type[Widget]]] = [
     ("topology", "Topology", TopologyPane),
     ("benchmarks", "Benchmarks", BenchmarksPane),
     ("raw-log", "Raw log", RawLogPane),
+    ("progress", "Progress", ProgressPane),
 ]
 THEMES = ("textual-dark", "textual-light")
 MB = 1024 * 1024
@@ -221,6 +223,11 @@ class NcclscopeApp(App[int]):
     def on_jump_to_line(self, message: JumpToLine) -> None:
         self.action_show_tab("raw-log")
         self.raw_log.goto(message.source, message.line)
+
+    def on_show_progress(self, message: ShowProgress) -> None:
+        self.action_show_tab("progress")
+        if message.finding is not None and self.view is not None:
+            self.call_after_refresh(self.query_one(ProgressPane).select_for, message.finding)
 
     def palette_commands(self) -> list[PaletteCommand]:
         """What the command palette offers besides Textual's own commands."""

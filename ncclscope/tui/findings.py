@@ -11,7 +11,7 @@ from textual.widgets.option_list import Option
 
 from ncclscope.model import SEVERITY_ORDER, Finding, Source
 from ncclscope.tui.finding_links import SEVERITY_STYLE
-from ncclscope.tui.messages import JumpToLine
+from ncclscope.tui.messages import JumpToLine, ShowProgress
 from ncclscope.tui.view import CaseView
 
 # Theme variables keep the colours legible on dark and light themes alike.
@@ -37,6 +37,7 @@ class FindingsPane(Vertical):
     BINDINGS = [
         Binding("e", "focus_evidence", "Evidence"),
         Binding("l", "focus_list", "Findings list"),
+        Binding("p", "show_progress", "Rank progress"),
     ]
 
     def __init__(self, **kwargs: object) -> None:
@@ -95,6 +96,11 @@ class FindingsPane(Vertical):
 
     def action_focus_list(self) -> None:
         self.query_one("#findings-list", OptionList).focus()
+
+    def action_show_progress(self) -> None:
+        """The Progress screen, at the group of the selected HANG finding."""
+        finding = self.selected
+        self.post_message(ShowProgress(finding if finding is not None and finding.code.startswith("HANG") else None))
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option_list.id == "findings-list":
@@ -167,6 +173,8 @@ def _detail(finding: Finding) -> str:
         parts.append(f"[b]Fix[/b]\n{escape(finding.fix)}")
     if finding.related:
         parts.append(f"[b]Related[/b] {', '.join(finding.related)}")
+    if finding.code.startswith("HANG"):
+        parts.append("[$text-muted]p: how far each rank of the group got, on the Progress screen[/]")
     if finding.sources:
         parts.append("[b]Sources[/b]\n" + "\n".join(f"- {escape(s)}" for s in finding.sources))
     return "\n\n".join(parts)

@@ -16,6 +16,7 @@ SCREENS = [
     ("4 Topology", "the `nvidia-smi topo -m` matrix coloured by link class, GPU to nearest NIC, CPU affinity."),
     ("5 Benchmarks", "nccl-tests runs: the table, and busbw against message size next to the expected figure."),
     ("6 Raw log", "every line of every input, filtered by host, rank, level, family or regular expression."),
+    ("7 Progress", "how far each rank of each group got (Flight Recorder, COLL lines, ncclras); stuck ranks marked."),
 ]
 
 
