@@ -9,8 +9,9 @@ identity: code and first evidence line). Findings that judge what is *missing* (
 completed init, evidence not seen yet, the peak of a table that is still growing) would be false
 alarms while the job runs: they wait for the end of the input. A running summary goes to stderr.
 
-When no line has arrived for `idle` seconds while a communicator's init is incomplete, the job looks
-hung: it says so once per quiet spell, with what each communicator's ranks reached. The end: EOF on
+When no line has arrived for `idle` seconds while a communicator's init is incomplete or collectives
+are under way (COLL lines, watchdog lines), the job looks hung: it says so once per quiet spell, with
+what each communicator's ranks reached (progress.waiting_report). The end: EOF on
 stdin, or Ctrl-C / SIGTERM (interrupts.py); then the remaining findings and the exit status of
 `analyze` (128 + signal after a signal).
 """
@@ -33,8 +34,9 @@ from ncclscope import interrupts
 from ncclscope.assemble import assemble
 from ncclscope.engine import analyze
 from ncclscope.exit_status import EXIT_UNUSABLE, FailOn, findings_exit
-from ncclscope.model import Analysis, Case, Finding
+from ncclscope.model import Analysis, Case
 from ncclscope.parse.source import parse_input
+from ncclscope.progress import JUDGED_AT_END, waiting_report
 from ncclscope.reading import gc_paused
 from ncclscope.render.findings import headline, print_finding
 from ncclscope.sources import InputFile
@@ -43,8 +45,6 @@ POLL_SECONDS = 0.25  # how often a quiet input is looked at again
 MIN_INTERVAL = 0.5  # seconds between analyses, at least
 ANALYSIS_SHARE = 3  # wait this many times the last analysis's duration before the next
 READ_BYTES = 1024 * 1024
-# Judgements of what is missing or of a whole table: only at the end of the input (see module doc).
-AT_END_ONLY = frozenset({"RUN001", "EVD001", "BW001", "BW002", "BW004", "BW006", "HANG001", "HANG003"})
 
 
 @dataclass
@@ -185,16 +185,11 @@ def _analyze(
     return analyze(case, select_codes, ignore_codes)
 
 
-def _identity(finding: Finding) -> tuple:
-    first = finding.evidence[0] if finding.evidence else None
-    return (finding.code, first.source, first.line) if first else (finding.code, finding.message)
-
-
 def _print_new(analysis: Analysis, printed: set[tuple], console: Console, final: bool) -> None:
     for finding in analysis.findings:
-        if not final and finding.code in AT_END_ONLY:
+        if not final and finding.code in JUDGED_AT_END:
             continue
-        key = _identity(finding)
+        key = finding.identity
         if key in printed:
             continue
         printed.add(key)
@@ -219,34 +214,14 @@ def _summary(analysis: Analysis, source: _Input, err: Console) -> None:
 
 
 def _say_if_hung(analysis: Analysis, quiet: float, err: Console) -> bool:
-    """When init is incomplete somewhere and the input has gone quiet: say that the job looks hung."""
-    waiting = []
-    for comm in analysis.case.communicators:
-        expected = comm.nranks or len(comm.ranks)
-        complete = [r.rank for r in comm.ranks if r.init_complete]
-        if comm.ranks and len(complete) < expected:
-            missing = sorted({r.rank for r in comm.ranks} - set(complete))
-            never = expected - len(comm.ranks)
-            what = f"ranks {_ranges(missing)} started init and did not complete it" if missing else ""
-            if never > 0:
-                what += ("; " if what else "") + f"{never} of {expected} ranks never printed init"
-            waiting.append(f"communicator {comm.id} ({len(complete)}/{expected} through init): {what}")
+    """When init is incomplete or collectives are under way and the input has gone quiet: say that the job
+    looks hung, and where each communicator and group stands."""
+    waiting = waiting_report(analysis.case)
     if not waiting:
         return False
     err.print(f"ncclscope: the job looks hung: no new line for {quiet:.0f} s, and", markup=False)
     for line in waiting[:10]:
         err.print(f"  {line}", markup=False)
     if len(waiting) > 10:
-        err.print(f"  ... and {len(waiting) - 10} more communicators", markup=False)
+        err.print(f"  ... and {len(waiting) - 10} more", markup=False)
     return True
-
-
-def _ranges(numbers: list[int]) -> str:
-    """[0, 1, 2, 5] -> '0-2,5'"""
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)

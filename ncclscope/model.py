@@ -804,6 +804,12 @@ class Finding(BaseModel):
     root_cause: bool = Field(False, description="First link of a story told by several findings.")
     sources: list[str] = Field(default_factory=list, description="Where the expert knowledge comes from.")
 
+    @property
+    def identity(self) -> tuple:
+        """What makes it the same finding in a newer analysis of a growing input: code and first evidence line."""
+        first = self.evidence[0] if self.evidence else None
+        return (self.code, first.source, first.line) if first else (self.code, self.message)
+
 
 class BandwidthJudgement(BaseModel):
     """How a benchmark's peak busbw compares with what the hardware should reach."""

@@ -12,6 +12,7 @@ group (Case.progress), which rules/hang.py judges and the TUI shows.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from ncclscope.model import (
     Case,
@@ -29,6 +30,12 @@ VIA = {
     "watchdog": "PyTorch watchdog lines",
     "ras": "the ncclras report",
 }
+
+
+# Findings that judge what is *missing* (a rank that has not completed init, a rank that has not entered a
+# collective yet, evidence not seen yet, the peak of a table still growing): false alarms while a job runs and
+# its log grows, so a followed input shows them once it ends or goes quiet.
+JUDGED_AT_END = frozenset({"RUN001", "EVD001", "BW001", "BW002", "BW004", "BW006", "HANG001", "HANG003"})
 
 
 def collective_progress(case: Case) -> list[GroupProgress]:
@@ -225,3 +232,47 @@ def _ras(case: Case) -> list[GroupProgress]:
                 )
             )
     return out
+
+
+def waiting_report(case: Case) -> list[str]:
+    """What a job that went quiet was doing, one line per communicator whose init is incomplete and per group
+    with collective progress (where its ranks stand); empty when nothing is under way."""
+    lines = []
+    for comm in case.communicators:
+        expected = comm.nranks or len(comm.ranks)
+        complete = [r.rank for r in comm.ranks if r.init_complete]
+        if comm.ranks and len(complete) < expected:
+            missing = sorted({r.rank for r in comm.ranks} - set(complete))
+            never = expected - len(comm.ranks)
+            what = f"ranks {number_ranges(missing)} started init and did not complete it" if missing else ""
+            if never > 0:
+                what += ("; " if what else "") + f"{never} of {expected} ranks never printed init"
+            lines.append(f"communicator {comm.id} ({len(complete)}/{expected} through init): {what}")
+    for group in case.progress:
+        top, leaders, behind = furthest(group)
+        if top is None and not group.missing:
+            continue
+        if top is None:
+            line = f"{group_name(group)}: no position known"
+        elif group.counts_by_collective:
+            line = f"{group_name(group)}: {len(group.ranks)} operation counts listed"
+        else:
+            line = f"{group_name(group)}: {len(leaders)} ranks at {position(group, top)}"
+        if behind and not group.counts_by_collective:
+            slowest = position(group, behind[0].entered)
+            line += f"; ranks {number_ranges(r.rank for r in behind)} behind (slowest at {slowest})"
+        if group.missing:
+            line += f"; no data from ranks {number_ranges(m.rank for m in group.missing)}"
+        lines.append(f"{line} (from {VIA[group.via]})")
+    return lines
+
+
+def number_ranges(numbers: Iterable[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'"""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)

@@ -55,7 +55,9 @@ class FindingsPane(Vertical):
                 yield OptionList(id="finding-evidence")
 
     def show_case(self, view: CaseView) -> None:
-        """Replace the list with the findings of `view`, most severe first, and select the first."""
+        """Replace the list with the findings of `view`, most severe first, and select the first (or the one
+        selected before, when a newer analysis of a followed input still has it)."""
+        before = self.selected.identity if self.selected is not None else None
         self._findings = sorted(view.analysis.findings, key=lambda f: SEVERITY_ORDER[f.severity])
         findings_list = self.query_one("#findings-list", OptionList)
         findings_list.clear_options()
@@ -66,8 +68,9 @@ class FindingsPane(Vertical):
             self._show_detail(None)
             return
         summary.update(_summary(self._findings))
-        findings_list.highlighted = 0
-        self._show_detail(self._findings[0])
+        again = next((i for i, f in enumerate(self._findings) if f.identity == before), None)
+        findings_list.highlighted = again or 0
+        self._show_detail(self._findings[again or 0])
 
     def show_problems(self, messages: list[str]) -> None:
         """Problems met while reading the inputs (unusable inputs, lines cut), one line each."""

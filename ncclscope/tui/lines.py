@@ -113,6 +113,16 @@ class LineIndex:
             self._scanned = end
             return self.complete
 
+    def grow(self, size: int) -> bool:
+        """The file grew (a followed input): index it up to `size` bytes from now on, mapped again; False when
+        `size` is not larger. A reader that holds the old mapping keeps it until it lets go."""
+        if size <= self.size:
+            return False
+        with self._lock, open(self.path, "rb") as handle:
+            self._map = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
+            self.size = size
+        return True
+
     def index_all(self) -> None:
         while not self.index_more():
             pass

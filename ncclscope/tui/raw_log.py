@@ -190,6 +190,7 @@ class LogLines(ScrollView, can_focus=True):
         self.anchor: int | None = None  # the line the cursor stays on while filtered rows arrive
         self.marked: frozenset[int] = frozenset()
         self.needle = ""  # search text, highlighted
+        self.tail = False  # the cursor is on the last row and stays there as lines arrive (End, like tail -f)
         self._texts: LRUCache[int, Text] = LRUCache(2048)
         self._width = 0
 
@@ -235,7 +236,10 @@ class LogLines(ScrollView, can_focus=True):
 
     def rows_changed(self) -> None:
         """More lines were indexed or matched a filter: grow the scroll area, keep the cursor's line."""
-        if self.anchor is not None and self.row_count:
+        if self.tail and self.row_count:
+            self.cursor = self.row_count - 1
+            self._scroll_to_cursor(center=False)
+        elif self.anchor is not None and self.row_count:
             self.cursor = self.first_row_from(self.anchor)
             self._scroll_to_cursor(center=True)
         self._resize()
@@ -268,6 +272,7 @@ class LogLines(ScrollView, can_focus=True):
     def _user_move(self, row: int) -> None:
         self.anchor = None
         self.move_to(row)
+        self.tail = self.row_count > 0 and self.cursor == self.row_count - 1
 
     def action_move(self, step: int) -> None:
         self._user_move(self.cursor + step)
@@ -399,10 +404,16 @@ class RawLogPane(Vertical):
         self._filter = LineFilter()
         self._rows: GrowingArray | None = None
         self._filter_scanned: int | None = None  # lines scanned by the running filter; None when done
+        self._filter_upto = 0  # lines the filter has scanned when done (a followed input grows past it)
         self._origins: dict[int, frozenset[tuple[str, int | None]]] = {}
         self._needle = ""
         self._hits: GrowingArray | None = None
         self._search_scanned: int | None = None
+        self._search_upto = 0
+        self._search_tests: tuple[Callable[[bytes], bool], Callable[[list[bytes]], bool]] = (
+            lambda raw: False,
+            lambda block: False,
+        )
         self._search_wanted = 0  # a direction to jump in as soon as the running search finds a hit
         self._pending_goto: tuple[str, int] | None = None
         self._message = "Reading inputs..."
@@ -475,6 +486,14 @@ class RawLogPane(Vertical):
         lines.set_needle(lines.needle)  # redraw with the marks
         self._update_status()
 
+    def grow(self, source: str, size: int) -> None:
+        """`source` now has `size` bytes of whole lines (a followed input): index them; a cursor on the last
+        line follows the new lines, and a filter or search that had finished goes on over them."""
+        index = self._indexes.get(source)
+        if index is None or not index.grow(size):
+            return
+        self._index_files([i for i in self._indexes.values() if not i.complete])
+
     def goto(self, source: str, line: int) -> None:
         """Show `line` (1-based) of `source` under the cursor."""
         if source not in self._indexes:
@@ -545,6 +564,7 @@ class RawLogPane(Vertical):
             return
         if self._rows is None:
             self._view_lines.rows_changed()
+        self._scan_new_lines(index)
         if self._pending_goto is not None and self._pending_goto[0] == self._source:
             source, line = self._pending_goto
             if line <= index.line_count or index.complete:
@@ -622,20 +642,31 @@ class RawLogPane(Vertical):
         if index is None:
             return
         self._rows = GrowingArray()
-        self._filter_scanned = 0
+        self._filter_scanned, self._filter_upto = 0, 0
         self._view_lines.show(index, self._rows, line)
-        self._scan(index, self._filter, self._rows)
+        self._scan(index, self._filter, self._rows, 1)
+
+    def _scan_new_lines(self, index: LineIndex) -> None:
+        """Filter and search the lines a followed input added after they had finished."""
+        if self._rows is not None and self._filter_scanned is None and self._filter_upto < index.line_count:
+            self._filter_scanned = self._filter_upto
+            self._scan(index, self._filter, self._rows, self._filter_upto + 1)
+        if self._hits is not None and self._search_scanned is None and self._search_upto < index.line_count:
+            self._search_scanned = self._search_upto
+            self._search(index, self._hits, *self._search_tests, self._search_upto + 1)
 
     def _filtered(self, rows: GrowingArray, scanned: int, done: bool) -> None:
         if rows is not self._rows:
             return
+        if done:
+            self._filter_upto = scanned
         self._filter_scanned = None if done else scanned
         self._view_lines.rows_changed()
         self._update_status()
 
     @work(thread=True, exclusive=True, group="raw-filter")
-    def _scan(self, index: LineIndex, line_filter: LineFilter, rows: GrowingArray) -> None:
-        self._scan_lines(index, rows, self._filtered, line_filter.matches)
+    def _scan(self, index: LineIndex, line_filter: LineFilter, rows: GrowingArray, first: int) -> None:
+        self._scan_lines(index, rows, self._filtered, line_filter.matches, first=first)
 
     def _scan_lines(
         self,
@@ -644,11 +675,11 @@ class RawLogPane(Vertical):
         report: Callable[[GrowingArray, int, bool], None],
         keep: Callable[[bytes], bool],
         block_may_match: Callable[[list[bytes]], bool] = lambda block: True,
+        first: int = 1,
     ) -> None:
-        """Run in a thread worker: the line numbers of `index` whose bytes `keep` accepts, into `out`,
-        reported every SCAN_LINES lines; waits for the index when it is still being built."""
+        """Run in a thread worker: the line numbers of `index` from `first` on whose bytes `keep` accepts, into
+        `out`, reported every SCAN_LINES lines; waits for the index when it is still being built."""
         worker = get_current_worker()
-        first = 1
         while not worker.is_cancelled:
             count = index.line_count
             if first > count:
@@ -666,7 +697,7 @@ class RawLogPane(Vertical):
                 return
             self.app.call_from_thread(report, out, last, False)
         if not worker.is_cancelled:
-            self.app.call_from_thread(report, out, index.line_count, True)
+            self.app.call_from_thread(report, out, first - 1, True)
 
     # ----------------------------------------------------------------------------------- search
     @on(Input.Submitted, "#raw-search")
@@ -692,7 +723,7 @@ class RawLogPane(Vertical):
         if index is None:
             return
         self._hits = GrowingArray()
-        self._search_scanned = 0
+        self._search_scanned, self._search_upto = 0, 0
         self._search_wanted = direction
         needle = self._needle.lower()
         raw_needle = needle.encode("utf-8")
@@ -703,7 +734,8 @@ class RawLogPane(Vertical):
         def block_may_match(block: list[bytes]) -> bool:
             return any(raw_needle in raw.lower() for raw in block)
 
-        self._search(index, self._hits, keep, block_may_match)
+        self._search_tests = (keep, block_may_match)
+        self._search(index, self._hits, keep, block_may_match, 1)
         self._update_status()
 
     @work(thread=True, exclusive=True, group="raw-search")
@@ -713,12 +745,15 @@ class RawLogPane(Vertical):
         hits: GrowingArray,
         keep: Callable[[bytes], bool],
         block_may_match: Callable[[list[bytes]], bool],
+        first: int,
     ) -> None:
-        self._scan_lines(index, hits, self._searched, keep, block_may_match)
+        self._scan_lines(index, hits, self._searched, keep, block_may_match, first)
 
     def _searched(self, hits: GrowingArray, scanned: int, done: bool) -> None:
         if hits is not self._hits:
             return
+        if done:
+            self._search_upto = scanned
         self._search_scanned = None if done else scanned
         if self._search_wanted:
             self._jump_to_hit(self._search_wanted, final=done)

@@ -1,0 +1,262 @@
+"""`ncclscope tui --follow PATH|-`: the TUI over an input that is still being written (a job's log file, or
+its output piped in), like `tail -f`: new lines reach the raw log as they arrive, and the findings and every
+screen are analysed again from the start of the input when whole new lines have come.
+
+- `FollowedInput` watches the input: a file's size (truncated or replaced: read again from its start), or
+  stdin copied by a thread into a private spool file (the terminal becomes the keyboard, loading.py).
+  Only whole lines are shown and analysed until the input ends.
+- `FollowParse` is one child process (spawned, like loading.BackgroundParse, so that the interface keeps the
+  GIL) that reads and analyses the first N bytes on request; requests that queue up while it works are
+  merged into the newest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing import get_context, resource_tracker
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from ncclscope.sources import InputFile
+from ncclscope.tui.loading import Failed, PreparedInputs
+
+READ_BYTES = 1024 * 1024
+HEAD_BYTES = 4096  # a file whose first bytes change was rewritten, not appended to
+POLL_SECONDS = 0.2
+MIN_INTERVAL = 0.5  # seconds between two analyses, at least
+ANALYSIS_SHARE = 3  # and this many times the last analysis's duration: a fast writer is read in larger steps
+
+
+@dataclass(frozen=True)
+class Growth:
+    """Where the input stands."""
+
+    complete: int  # bytes up to the last newline: what is shown and analysed
+    seen: int  # bytes arrived
+    ended: bool  # stdin reached its end (a file never ends: it may grow again)
+    restarted: bool  # the file was truncated or replaced since the last look: read it again from its start
+    last_data: float  # time.monotonic() of the last arrival
+
+
+class FollowedInput:
+    """A file that grows, or stdin spooled by a thread (`stdin_fd`: the pipe, duplicated before the terminal
+    replaced file descriptor 0)."""
+
+    def __init__(self, display: str, path: str, stdin_fd: int | None = None) -> None:
+        self.display = display
+        self.path = path
+        self._fd = stdin_fd
+        self._seen = 0
+        self._complete = 0
+        self._ended = False
+        self._restarted = False
+        self._last_data = time.monotonic()
+        self._lock = threading.Lock()
+        self._file_id: tuple[int, int] | None = None
+        self._head = b""  # the file's first bytes when last looked at
+        if stdin_fd is not None:
+            threading.Thread(target=self._copy_stdin, name="ncclscope-stdin", daemon=True).start()
+
+    @classmethod
+    def stdin(cls, workdir: Path) -> FollowedInput:
+        """Follow the pipe on file descriptor 0, copied to a spool file in `workdir` (mode 0700)."""
+        spooled = workdir / "stdin.log"
+        spooled.touch()
+        return cls("-", str(spooled), os.dup(0))
+
+    def _copy_stdin(self) -> None:
+        assert self._fd is not None
+        with open(self.path, "ab") as out:
+            while True:
+                try:
+                    data = os.read(self._fd, READ_BYTES)
+                except OSError:
+                    data = b""
+                if data:
+                    out.write(data)
+                    out.flush()  # before the counters: whoever reads up to them finds the bytes
+                newline = data.rfind(b"\n")
+                with self._lock:
+                    if not data:  # the end: a last line without its newline is still a line
+                        self._ended = True
+                        self._complete = self._seen
+                        self._last_data = time.monotonic()
+                        break
+                    if newline >= 0:
+                        self._complete = self._seen + newline + 1
+                    self._seen += len(data)
+                    self._last_data = time.monotonic()
+        os.close(self._fd)
+
+    def poll(self) -> Growth:
+        if self._fd is None:
+            self._look_at_file()
+        with self._lock:
+            growth = Growth(self._complete, self._seen, self._ended, self._restarted, self._last_data)
+            self._restarted = False
+        return growth
+
+    def _look_at_file(self) -> None:
+        try:
+            stat = os.stat(self.path)
+            with open(self.path, "rb") as handle:
+                head = handle.read(HEAD_BYTES)
+        except OSError:
+            return  # moved away for a moment (rotation): look again later
+        size = stat.st_size
+        with self._lock:
+            # replaced (a new inode), truncated, or rewritten in place (its first bytes differ): from the start
+            known = self._head[: len(head)]
+            if (stat.st_dev, stat.st_ino) != self._file_id or size < self._seen or head[: len(known)] != known:
+                if self._file_id is not None:
+                    self._seen = self._complete = 0
+                    self._restarted = True
+                self._file_id = (stat.st_dev, stat.st_ino)
+            self._head = head
+            if size == self._seen:
+                return
+            end = last_line_end(self.path, self._complete, size)
+            self._seen = size
+            self._complete = end if end is not None else self._complete
+            self._last_data = time.monotonic()
+
+
+def last_line_end(path: str, start: int, end: int) -> int | None:
+    """The offset just past the last newline in bytes [start, end) of `path`, None when there is none; read
+    backwards from the end a block at a time (a writer appends, so the newline is near the end)."""
+    with open(path, "rb") as handle:
+        stop = end
+        while stop > start:
+            begin = max(start, stop - READ_BYTES)
+            handle.seek(begin)
+            block = handle.read(stop - begin)
+            found = block.rfind(b"\n")
+            if found >= 0:
+                return begin + found + 1
+            stop = begin
+    return None
+
+
+@dataclass
+class Analysed:
+    """One analysis of the first `upto` bytes."""
+
+    analysis_json: str
+    messages: list[str]
+    upto: int
+
+
+class FollowParse:
+    """A child process that analyses the first N bytes of the input whenever asked."""
+
+    def __init__(self, item: InputFile) -> None:
+        """Create it before Textual runs (see loading.BackgroundParse)."""
+        resource_tracker.ensure_running()
+        context = get_context("spawn")
+        requests, self._requests = context.Pipe(duplex=False)  # (receiving end, sending end)
+        self._results, results = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_analyse_in_child, args=(item, requests, results), name="ncclscope-follow", daemon=True
+        )
+        self._child_ends = (requests, results)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    def start(self) -> None:
+        self._process.start()
+        for end in self._child_ends:
+            end.close()
+
+    def request(self, upto: int) -> None:
+        """Analyse the first `upto` bytes (whole lines, or the whole input once it ended)."""
+        self._requests.send(upto)
+
+    def results(self, cancelled: Callable[[], bool]) -> Iterator[Analysed | Failed]:
+        """Each analysis as it is done, until `cancelled()` or the child ends; blocks, so call it from a thread."""
+        while not cancelled():
+            try:
+                if not self._results.poll(POLL_SECONDS):
+                    continue
+                yield self._results.recv()
+            except (EOFError, OSError):
+                if not cancelled():
+                    yield Failed(f"the analysing process ended (exit status {self._process.exitcode})")
+                return
+
+    def stop(self) -> None:
+        if self._process.pid is None:  # never started (the app quit before its first paint)
+            return
+        try:
+            self._requests.send(None)
+        except OSError:
+            pass
+        self._process.join(timeout=2)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(timeout=5)
+
+
+def _analyse_in_child(item: InputFile, requests: Connection, results: Connection) -> None:
+    from ncclscope.engine import analyze
+    from ncclscope.reading import read_files
+
+    while True:
+        try:
+            upto = requests.recv()
+            while upto is not None and requests.poll():  # only the newest of the requests that queued up
+                upto = requests.recv()
+        except (EOFError, OSError):
+            return
+        if upto is None:
+            return
+        try:
+            part = InputFile(item.path, item.display, span=(0, upto))
+            outcome = read_files([part], [], [item.display], jobs=1)
+            results.send(Analysed(analyze(outcome.case).model_dump_json(), outcome.messages, upto))
+        except Exception as exc:  # reported inside the interface, in one line
+            results.send(Failed(f"{type(exc).__name__}: {exc}"))
+
+
+def prepare_followed(target: str) -> tuple[PreparedInputs, FollowedInput] | str:
+    """The inputs of `tui --follow`: one file, or `-` (a pipe); a message when `target` cannot be followed."""
+    if target == "-":
+        if os.isatty(0):
+            return "-: stdin is the terminal; pipe the job's output in (`torchrun ... 2>&1 | ncclscope tui --follow -`)"
+        workdir = Path(tempfile.mkdtemp(prefix="ncclscope-tui-"))
+        atexit.register(shutil.rmtree, workdir, True)
+        followed = FollowedInput.stdin(workdir)
+    else:
+        if not os.path.isfile(target) or target.endswith(".gz"):
+            return f"{target}: not a file that can be followed (--follow reads one plain file, or - for stdin)"
+        followed = FollowedInput(target, target)
+    item = InputFile(followed.path, followed.display)
+    return PreparedInputs([target], [item], raw={followed.display: followed.path}), followed
+
+
+@dataclass
+class Following:
+    """What the app needs to follow its one input, and where following stands."""
+
+    input: FollowedInput
+    parse: FollowParse
+    idle: float  # seconds without a new line before the job is said to look hung
+    shown: int = 0  # bytes given to the raw log
+    requested: int = -1  # bytes the last analysis request covers
+    analysing: bool = False
+    asked_at: float = 0.0
+    cost: float = 0.0  # seconds the last analysis took
+    analysed_at: float | None = None
+    quiet: bool = False  # the input has been quiet for `idle` seconds: every finding is shown
+    ended: bool = False
+
+    def due(self, now: float) -> bool:
+        return not self.analysing and now - self.asked_at >= max(MIN_INTERVAL, ANALYSIS_SHARE * self.cost)
