@@ -177,6 +177,16 @@ def test_follow_says_the_job_looks_hung_when_init_stalls() -> None:
     assert "RUN001 init-incomplete" in child.text
 
 
+def test_follow_says_the_job_looks_hung_when_collectives_stop() -> None:
+    coll = REPO / "fixtures" / "hang" / "coll_rank_missing.log"
+    child = Child("analyze", "--follow", "--idle", "1", "-", stdin_data=coll.read_bytes())
+    child.wait_for("the job looks hung")
+    child.wait_for("communicator 0x6e1f0b2c9d3a4857: 7 ranks at opCount 2b; ranks 6 behind (slowest at opCount 2a)")
+    assert "HANG001" not in child.text  # a rank behind is only judged at the end
+    assert child.stop(signal.SIGINT) == 130
+    assert "HANG001 rank-missing" in child.text and "rank 6 of communicator 0x6e1f0b2c9d3a4857" in child.text
+
+
 def test_follow_to_the_end_of_the_pipe_exits_like_analyze() -> None:
     child = Child("analyze", "--follow", "-", stdin_data=SOCKET_LOG.read_bytes())
     rc = child.close_input()

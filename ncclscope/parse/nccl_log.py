@@ -40,7 +40,7 @@ DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
 DECODE_MEMO = 4096  # decoded field sets kept per record shape (one per distinct value, e.g. per host)
-COLL_PENDING_MAX = 20_000  # COLL summary rows (one line each) kept before they are reduced together
+COLL_PENDING_MAX = 50_000  # COLL lines kept (with their columns) before they are reduced together
 GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
 ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 
@@ -418,8 +418,8 @@ class NcclLogParser:
 
     def __init__(self, on_other: Callable[[int, str], None], shapes: ShapeBook | None = None) -> None:
         self._result = LogResult()
-        self._coll_rows: list[tuple] = []  # per batch of COLL lines, each rank's last call (_coll_calls)
-        self._coll_pending = 0  # rows in _coll_rows
+        self._coll_rows: list[tuple] = []  # per batch of COLL lines, its columns (_coll_calls)
+        self._coll_pending = 0  # lines in _coll_rows
         self._on_other = on_other
         shapes = shapes or ShapeBook()
         self._cache = shapes.cache
@@ -821,10 +821,9 @@ class NcclLogParser:
 
     def _coll_calls(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
         """Per rank (process and communicator pointer): how many calls, and the one with the highest opCount.
-        A batch is reduced to its ranks' last calls here, in numpy; the batches are reduced together every
-        COLL_PENDING_MAX rows and when the result is read (a batch holds about one line per rank, a file
-        thousands of batches, so a dictionary merge per batch would be a Python loop per line). A hung rank
-        stops calling; the others' counts run ahead (rules/hang.py)."""
+        A batch only converts its columns here (a batch holds about one line per rank: a per-batch reduction
+        costs more than its lines); the rows are reduced together in numpy every COLL_PENDING_MAX lines and
+        when the result is read. A hung rank stops calling; the others' counts run ahead (rules/hang.py)."""
         f = record.fields
         if not isinstance(f.get("op_count"), tuple) or not isinstance(f.get("comm"), tuple):
             return
@@ -832,20 +831,9 @@ class NcclLogParser:
         column = self._columns(lines)
         hosts = self._host_column(record, column, n)
         pids = self._int_column(column, record.prefix.get("pid"), n)
-        comm_text, comm_ids = np.unique(column(f["comm"]), return_inverse=True)
         ops = self._hex_column(column, f["op_count"])
-        order = np.lexsort((ops, comm_ids, hosts, pids))
-        keys = np.stack([pids, hosts, comm_ids], axis=1)[order]
-        ends = np.append(np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)), n - 1)
-        last = order[ends]  # each rank's line with the highest opCount
-        comms = comm_text.tolist()  # bytes: decoded once per rank, when reduced
-        self._coll_rows.append(
-            (
-                pids[last], hosts[last], [comms[i] for i in comm_ids[last].tolist()], ops[last],
-                np.diff(np.append(-1, ends)), [(line_nos[i], lines[i]) for i in last.tolist()], record,
-            )
-        )  # fmt: skip
-        self._coll_pending += len(last)
+        self._coll_rows.append((pids, hosts, column(f["comm"]), ops, line_nos, lines, record))
+        self._coll_pending += n
         if self._coll_pending >= COLL_PENDING_MAX:  # each row keeps its line alive: memory stays bounded
             self._reduce_coll_calls()
 
@@ -853,30 +841,31 @@ class NcclLogParser:
         rows, self._coll_rows, self._coll_pending = self._coll_rows, [], 0
         pids = np.concatenate([r[0] for r in rows])
         hosts = np.concatenate([r[1] for r in rows])
-        comms = [c for r in rows for c in r[2]]
+        comm_text, comm_col = np.unique(np.concatenate([r[2] for r in rows]), return_inverse=True)
         ops = np.concatenate([r[3] for r in rows])
-        calls = np.concatenate([r[4] for r in rows])
-        found = [(line, record) for r in rows for line, record in zip(r[5], [r[6]] * len(r[5]), strict=True)]
-        comm_ids = {c: i for i, c in enumerate(dict.fromkeys(comms))}
-        comm_col = np.array([comm_ids[c] for c in comms], dtype=np.int64)
-        # the highest opCount of each rank; among equal ones the batch read last, as a later call replaces
+        sizes = [len(r[4]) for r in rows]
+        batch = np.repeat(np.arange(len(rows)), sizes)
+        offset = np.arange(len(ops)) - np.repeat(np.cumsum([0, *sizes[:-1]]), sizes)
+        # the highest opCount of each rank; among equal ones the line read last, as a later call replaces
         order = np.lexsort((np.arange(len(ops)), ops, comm_col, hosts, pids))
         keys = np.stack([pids, hosts, comm_col], axis=1)[order]
         starts = np.append(0, np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1)
-        totals = np.add.reduceat(calls[order], starts)
         ends = np.append(starts[1:], len(order)) - 1
+        totals = (ends - starts + 1).tolist()
         host_names = {v: k.decode("utf-8", "replace") for k, v in self._host_ids.items()}
+        comms = [span_text(c) for c in comm_text.tolist()]
         summary = self._result.coll_calls
-        for idx, count in zip(order[ends].tolist(), totals.tolist(), strict=True):
-            key = (host_names.get(int(hosts[idx])), int(pids[idx]), span_text(comms[idx]))
-            (line_no, line), record = found[idx]
+        for idx, count in zip(order[ends].tolist(), totals, strict=True):
+            key = (host_names.get(int(hosts[idx])), int(pids[idx]), comms[comm_col[idx]])
+            row = rows[batch[idx]]
+            at = int(offset[idx])
             entry = summary.get(key)
             if entry is None:
-                summary[key] = [count, int(ops[idx]), Event(line_no, line, record)]
-            else:  # reduced before (COLL_PENDING_MAX, or the result was read): later batches add to it
+                summary[key] = [count, int(ops[idx]), Event(row[4][at], row[5][at], row[6])]
+            else:  # reduced before (COLL_PENDING_MAX, or the result was read): later rows add to it
                 entry[0] += count
                 if ops[idx] >= entry[1]:
-                    entry[1:] = [int(ops[idx]), Event(line_no, line, record)]
+                    entry[1:] = [int(ops[idx]), Event(row[4][at], row[5][at], row[6])]
 
     @staticmethod
     def _hex_column(column: Callable[[Span], np.ndarray], span: Span) -> np.ndarray:
