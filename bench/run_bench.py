@@ -426,7 +426,7 @@ def target_lines(results: list[ProfileResult], scaling: Row | None, startup: lis
             )
             items.append(
                 (
-                    f"{r.profile} 1 GB speed-up on {jobs} cores >= {TARGET_SPEEDUP}x",
+                    f"{r.profile} 1 GB speed-up on {os.cpu_count() or 1} cores >= {TARGET_SPEEDUP}x",
                     f"{_fmt(r.speedup, '.2f')}x {verdict((r.speedup or 0) >= TARGET_SPEEDUP)}",
                 )
             )
