@@ -157,6 +157,8 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
         case.framework.extend(parsed.framework)
         case.flight_records.extend(parsed.flight_records)
         case.ras_reports.extend(parsed.ras_reports)
+        case.topology_dumps.extend(parsed.topology_dumps)
+        case.graph_dumps.extend(parsed.graph_dumps)
         if parsed.log.coll_calls:
             builder.coll_calls.append((parsed.source.path, parsed.log.coll_calls))
         builder.command_line_settings.extend(parsed.settings)

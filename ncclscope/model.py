@@ -12,7 +12,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 SourceKind = Literal[
-    "nccl_log", "topology", "nccl_tests", "nccl_tests_json", "framework_log", "flight_recorder", "ras_status"
+    "nccl_log",
+    "topology",
+    "nccl_tests",
+    "nccl_tests_json",
+    "framework_log",
+    "flight_recorder",
+    "ras_status",
+    "topology_xml",
+    "graph_xml",
 ]
 
 
@@ -725,6 +733,110 @@ class CollCalls(BaseModel):
     evidence: Evidence
 
 
+class XmlCpu(BaseModel):
+    """A CPU (NUMA node) of NCCL's topology XML."""
+
+    numa_id: int | None = None
+    arch: str | None = None
+    vendor: str | None = None
+    family_id: int | None = None
+    model_id: int | None = None
+    affinity: str | None = None
+    host_hash: str | None = None
+    line: int = 0
+
+
+class XmlPciDevice(BaseModel):
+    """A PCI device of NCCL's topology XML (a switch, GPU, NIC or other), with the link NCCL read for it."""
+
+    busid: str
+    kind: Literal["gpu", "nic", "switch", "nvswitch", "other"]
+    class_code: str | None = Field(None, description="PCI class, e.g. 0x060400 (bridge), 0x030200 (3D controller).")
+    vendor: str | None = None
+    device: str | None = None
+    link_speed: float | None = Field(None, description="GT/s as NCCL wrote it (2.5, 5, 8, 16, 32, 64).")
+    link_width: int | None = Field(None, description="Lanes, as NCCL wrote them.")
+    parent: str | None = Field(None, description="busid of the upstream PCI device; None: attached to its CPU.")
+    numa_id: int | None = Field(None, description="The CPU (NUMA node) the device hangs from.")
+    line: int = 0
+
+
+class XmlNvLink(BaseModel):
+    target: str = Field(description="busid of the peer GPU or NVSwitch, or a CPU's id.")
+    count: int | None = Field(None, description="Links bonded to that target.")
+    target_class: str | None = Field(None, description="PCI class of the target (tclass): 0x068000 is an NVSwitch.")
+
+
+class XmlGpu(BaseModel):
+    """A GPU of NCCL's topology XML."""
+
+    busid: str
+    dev: int | None = None
+    sm: int | None = Field(None, description="Compute capability x 10 (90: Hopper).")
+    rank: int | None = None
+    gdr: bool | None = None
+    nvlinks: list[XmlNvLink] = Field(default_factory=list)
+    c2c_bw: float | None = Field(None, description="C2C link bandwidth (GB/s per link) where the GPU has one.")
+    c2c_count: int | None = None
+    line: int = 0
+
+
+class XmlNet(BaseModel):
+    """A network device (an HCA port, a socket interface) of NCCL's topology XML."""
+
+    name: str
+    busid: str | None = Field(None, description="The NIC's PCI device, when the XML places it on one.")
+    dev: int | None = None
+    speed: int | None = Field(None, description="Mb/s as NCCL wrote it.")
+    port: int | None = None
+    guid: str | None = None
+    gdr: bool | None = None
+    latency: float | None = None
+    max_conn: int | None = None
+    coll: bool | None = None
+    line: int = 0
+
+
+class NcclTopologyDump(BaseModel):
+    """What NCCL detected on one host (NCCL_TOPO_DUMP_FILE) or was told (an NCCL_TOPO_FILE): CPUs, PCI tree,
+    GPUs with their NVLinks, NICs."""
+
+    source: str
+    version: int | None = None
+    host_hash: str | None = None
+    cpus: list[XmlCpu] = Field(default_factory=list)
+    pci: list[XmlPciDevice] = Field(default_factory=list)
+    gpus: list[XmlGpu] = Field(default_factory=list)
+    nets: list[XmlNet] = Field(default_factory=list)
+
+
+class XmlGraph(BaseModel):
+    """One graph (ring, tree, NVLS ...) of NCCL's graph XML: what NCCL chose and the speeds it expects."""
+
+    id: int | None = None
+    pattern: int | None = Field(None, description="1 balanced tree, 2 split tree, 3 tree, 4 ring, 5 NVLS, 6 CollNet.")
+    cross_nic: int | None = None
+    nchannels: int | None = None
+    speed_intra: float | None = Field(None, description="GB/s per channel inside a node.")
+    speed_inter: float | None = Field(None, description="GB/s per channel between nodes.")
+    latency_inter: float | None = None
+    type_intra: str | None = Field(None, description="Path type inside a node: NVL, PIX, PXB, PHB, SYS ...")
+    type_inter: str | None = None
+    same_channels: int | None = None
+    channels: list[list[str]] = Field(
+        default_factory=list, description="Each channel's devices in order: NET/<dev>, GPU/<dev>:<rank>."
+    )
+    line: int = 0
+
+
+class NcclGraphDump(BaseModel):
+    """NCCL's graph XML (NCCL_GRAPH_DUMP_FILE)."""
+
+    source: str
+    version: int | None = None
+    graphs: list[XmlGraph] = Field(default_factory=list)
+
+
 class Case(BaseModel):
     """Everything understood from the inputs of one `ncclscope` invocation."""
 
@@ -772,6 +884,10 @@ class Case(BaseModel):
     run: RunRecord | None = Field(None, description="What `ncclscope run` did, when the input is its run directory.")
     flight_records: list[FlightRecorderDump] = Field(default_factory=list, description="PyTorch Flight Recorder dumps.")
     ras_reports: list[RasReport] = Field(default_factory=list, description="`ncclras` status reports.")
+    topology_dumps: list[NcclTopologyDump] = Field(
+        default_factory=list, description="NCCL's topology XML: what NCCL detected on a host."
+    )
+    graph_dumps: list[NcclGraphDump] = Field(default_factory=list, description="NCCL's graph XML: what it chose.")
     coll_calls: list[CollCalls] = Field(default_factory=list, description="COLL lines per rank and communicator.")
     progress: list[GroupProgress] = Field(
         default_factory=list, description="Who reached which collective, per group and kind of evidence (hangs)."

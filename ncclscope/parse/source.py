@@ -20,13 +20,15 @@ from ncclscope.model import (
     EnvSetting,
     FlightRecorderDump,
     FrameworkEvent,
+    NcclGraphDump,
+    NcclTopologyDump,
     RasReport,
     Source,
     TopologyMatrix,
     UnrecognizedLine,
 )
 from ncclscope.normalize import clean, strip_launcher_prefix
-from ncclscope.parse import flight_recorder, ras
+from ncclscope.parse import flight_recorder, nccl_xml, ras
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
@@ -50,6 +52,8 @@ class ParsedInput:
     not_kept: dict[str, int] = field(default_factory=dict)  # facts read beyond the per-input limits, by kind
     flight_records: list[FlightRecorderDump] = field(default_factory=list)
     ras_reports: list[RasReport] = field(default_factory=list)
+    topology_dumps: list[NcclTopologyDump] = field(default_factory=list)
+    graph_dumps: list[NcclGraphDump] = field(default_factory=list)
 
 
 # A line that only says lines were left out where it stands
@@ -127,6 +131,9 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
         return _parse_flight_record(item, source, form)
     if ras.looks_like_json(head):
         return _parse_ras_json(item, source)
+    xml_form = nccl_xml.looks_like(head)
+    if xml_form is not None:
+        return _parse_nccl_xml(item, source, xml_form)
     if item.path.endswith(".json") and not item.is_stdin:
         parsed = _parse_json(item, source, head)
         if parsed is not None:
@@ -310,6 +317,32 @@ def _parse_flight_record(item: InputFile, source: Source, form: str) -> ParsedIn
     source.kinds.append("flight_recorder")
     source.problems.extend(dump.problems)
     return ParsedInput(source, flight_records=[dump])
+
+
+def _parse_nccl_xml(item: InputFile, source: Source, form: nccl_xml.XmlForm) -> ParsedInput:
+    """NCCL's topology or graph XML (parse/nccl_xml.py); a hostile one is refused whole."""
+    data = _read_whole(item, source, nccl_xml.MAX_BYTES)
+    if data is None:
+        return ParsedInput(source)
+    source.lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+    try:
+        dump, problems = nccl_xml.read_xml(data, item.display)
+    except nccl_xml.XmlRefused as exc:
+        source.problems.append(f"XML refused: {exc}")
+        source.usable = False
+        return ParsedInput(source)
+    except ValueError as exc:
+        source.problems.append(f"{form} XML not read: {exc}")
+        source.usable = False
+        return ParsedInput(source)
+    source.problems.extend(problems)
+    if isinstance(dump, NcclTopologyDump):
+        source.kinds.append("topology_xml")
+        return ParsedInput(source, topology_dumps=[dump])
+    if isinstance(dump, NcclGraphDump):
+        source.kinds.append("graph_xml")
+        return ParsedInput(source, graph_dumps=[dump])
+    return ParsedInput(source)
 
 
 def _parse_ras_json(item: InputFile, source: Source) -> ParsedInput:

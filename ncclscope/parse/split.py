@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ncclscope.parse import flight_recorder, ras
+from ncclscope.parse import flight_recorder, nccl_xml, ras
 from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult
 from ncclscope.parse.nccl_tests import looks_like_nccl_tests_json
 from ncclscope.sources import MAX_LINE_BYTES, InputFile, ReadStats, read_head
@@ -54,6 +54,7 @@ def is_document(head: bytes) -> bool:
     return (
         flight_recorder.looks_like(head) is not None
         or ras.looks_like_json(head)
+        or nccl_xml.looks_like(head) is not None
         or looks_like_nccl_tests_json(head.decode("utf-8", "replace"))
     )
 
