@@ -50,6 +50,20 @@ def test_the_topology_dump_gives_every_device_and_link() -> None:
     assert 'dev="5"' in lines[gpus[5]["line"] - 1]
 
 
+def test_a_cloud_topology_file_gives_every_device_by_its_class() -> None:
+    """The files clouds ship for NCCL_TOPO_FILE: empty <pci> elements known by class, `16 GT/s` speeds."""
+    (dump,) = parsed(REPO / "fixtures" / "xml" / "cloud_vm_topo_file.xml")["topology_dumps"]
+    assert [c["numa_id"] for c in dump["cpus"]] == [0, 1, 2, 3]
+    by_kind: dict[str, list[dict]] = {}
+    for device in dump["pci"]:
+        by_kind.setdefault(device["kind"], []).append(device)
+    assert {k: len(v) for k, v in by_kind.items()} == {"switch": 4, "gpu": 8, "nic": 8}
+    assert all(d["link_speed"] == 16.0 and d["link_width"] == 16 for d in dump["pci"])
+    bridges = {d["busid"] for d in by_kind["switch"]}
+    assert all(d["parent"] in bridges for d in by_kind["gpu"] + by_kind["nic"])
+    assert not dump["gpus"] and not dump["nets"]  # NCCL fills those in from the machine
+
+
 def test_the_graph_dump_gives_each_graph_and_channel() -> None:
     (dump,) = parsed(GRAPH)["graph_dumps"]
     ring, tree = dump["graphs"]
