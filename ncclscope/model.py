@@ -743,7 +743,7 @@ class XmlCpu(BaseModel):
     model_id: int | None = None
     affinity: str | None = None
     host_hash: str | None = None
-    line: int = 0
+    evidence: Evidence | None = Field(None, description="The element's line.")
 
 
 class XmlPciDevice(BaseModel):
@@ -758,7 +758,7 @@ class XmlPciDevice(BaseModel):
     link_width: int | None = Field(None, description="Lanes, as NCCL wrote them.")
     parent: str | None = Field(None, description="busid of the upstream PCI device; None: attached to its CPU.")
     numa_id: int | None = Field(None, description="The CPU (NUMA node) the device hangs from.")
-    line: int = 0
+    evidence: Evidence | None = Field(None, description="The element's line.")
 
 
 class XmlNvLink(BaseModel):
@@ -778,7 +778,7 @@ class XmlGpu(BaseModel):
     nvlinks: list[XmlNvLink] = Field(default_factory=list)
     c2c_bw: float | None = Field(None, description="C2C link bandwidth (GB/s per link) where the GPU has one.")
     c2c_count: int | None = None
-    line: int = 0
+    evidence: Evidence | None = Field(None, description="The element's line.")
 
 
 class XmlNet(BaseModel):
@@ -794,7 +794,7 @@ class XmlNet(BaseModel):
     latency: float | None = None
     max_conn: int | None = None
     coll: bool | None = None
-    line: int = 0
+    evidence: Evidence | None = Field(None, description="The element's line.")
 
 
 class NcclTopologyDump(BaseModel):
@@ -826,7 +826,7 @@ class XmlGraph(BaseModel):
     channels: list[list[str]] = Field(
         default_factory=list, description="Each channel's devices in order: NET/<dev>, GPU/<dev>:<rank>."
     )
-    line: int = 0
+    evidence: Evidence | None = Field(None, description="The element's line.")
 
 
 class NcclGraphDump(BaseModel):

@@ -46,8 +46,8 @@ def test_the_topology_dump_gives_every_device_and_link() -> None:
     assert nets["mlx5_3"]["speed"] == 400000 and nets["mlx5_3"]["gdr"] and nets["mlx5_3"]["port"] == 1
     # line numbers point at the elements, for evidence
     lines = TOPO.read_text().splitlines()
-    assert 'name="mlx5_3"' in lines[nets["mlx5_3"]["line"] - 1]
-    assert 'dev="5"' in lines[gpus[5]["line"] - 1]
+    assert 'name="mlx5_3"' in lines[nets["mlx5_3"]["evidence"]["line"] - 1]
+    assert 'dev="5"' in lines[gpus[5]["evidence"]["line"] - 1]
 
 
 def test_a_cloud_topology_file_gives_every_device_by_its_class() -> None:

@@ -25,6 +25,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
 
 from ncclscope.model import (
+    Evidence,
     NcclGraphDump,
     NcclTopologyDump,
     XmlCpu,
@@ -38,6 +39,7 @@ from ncclscope.model import (
 MAX_BYTES = 16 * 1024 * 1024  # a 72-GPU NVL72 tray's topology is well under 1 MB
 MAX_DEPTH = 64  # NCCL's trees are a dozen levels deep at most
 MAX_ELEMENTS = 200_000
+EVIDENCE_CHARS = 400
 XmlForm = Literal["topology", "graph"]
 _ROOT_RE = re.compile(rb"<(system|graphs)[\s>/]")
 _SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)")
@@ -61,7 +63,7 @@ def looks_like(head: bytes) -> XmlForm | None:
 def read_xml(data: bytes, source: str) -> tuple[NcclTopologyDump | NcclGraphDump | None, list[str]]:
     """The dump and the problems met (a file cut in the middle keeps what came before the cut).
     Raises XmlRefused for a hostile or oversized document."""
-    builder = _Builder(source)
+    builder = _Builder(source, data)
     parser = DefusedXMLParser(target=builder, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     builder.parser = parser
     problems = []
@@ -115,16 +117,20 @@ def _pci_kind(class_code: str | None) -> Literal["gpu", "nic", "switch", "nvswit
 class _Builder:
     """The target of the XML parser: turns elements into the dump's models as they start."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, data: bytes) -> None:
         self.source = source
+        self._lines = data.split(b"\n")
         self.parser: Any = None
         self.dump: NcclTopologyDump | NcclGraphDump | None = None
         self.stack: list[tuple[str, Any]] = []  # (tag, the model it made or None)
         self.elements = 0
 
     @property
-    def line(self) -> int:
-        return int(self.parser.parser.CurrentLineNumber) if self.parser is not None else 0
+    def line(self) -> Evidence:
+        """The current element's line as evidence."""
+        number = int(self.parser.parser.CurrentLineNumber) if self.parser is not None else 0
+        raw = self._lines[number - 1] if 0 < number <= len(self._lines) else b""
+        return Evidence(source=self.source, line=number, text=raw[:EVIDENCE_CHARS].decode("utf-8", "replace").strip())
 
     def _nearest(self, *tags: str) -> Any:
         for tag, made in reversed(self.stack):
@@ -162,7 +168,7 @@ class _Builder:
             cpu = XmlCpu(
                 numa_id=_int(a.get("numaid")), arch=a.get("arch"), vendor=a.get("vendor"),
                 family_id=_int(a.get("familyid")), model_id=_int(a.get("modelid")), affinity=a.get("affinity"),
-                host_hash=a.get("host_hash"), line=self.line,
+                host_hash=a.get("host_hash"), evidence=self.line,
             )  # fmt: skip
             dump.cpus.append(cpu)
             if cpu.host_hash and dump.host_hash is None:
@@ -175,7 +181,7 @@ class _Builder:
                 busid=a.get("busid", "").lower(), kind=_pci_kind(a.get("class")), class_code=a.get("class"),
                 vendor=a.get("vendor"), device=a.get("device"), link_speed=_float(a.get("link_speed")),
                 link_width=_int(a.get("link_width")), parent=parent.busid if isinstance(parent, XmlPciDevice) else None,
-                numa_id=cpu.numa_id if isinstance(cpu, XmlCpu) else None, line=self.line,
+                numa_id=cpu.numa_id if isinstance(cpu, XmlCpu) else None, evidence=self.line,
             )  # fmt: skip
             dump.pci.append(device)
             return device
@@ -185,7 +191,7 @@ class _Builder:
                 pci.kind = "gpu"
             gpu = XmlGpu(
                 busid=pci.busid if isinstance(pci, XmlPciDevice) else "", dev=_int(a.get("dev")),
-                sm=_int(a.get("sm")), rank=_int(a.get("rank")), gdr=_flag(a.get("gdr")), line=self.line,
+                sm=_int(a.get("sm")), rank=_int(a.get("rank")), gdr=_flag(a.get("gdr")), evidence=self.line,
             )  # fmt: skip
             dump.gpus.append(gpu)
             return gpu
@@ -211,7 +217,7 @@ class _Builder:
                 name=a.get("name", ""), busid=pci.busid if isinstance(pci, XmlPciDevice) else None,
                 dev=_int(a.get("dev")), speed=_int(a.get("speed")), port=_int(a.get("port")), guid=a.get("guid"),
                 gdr=_flag(a.get("gdr")), latency=_float(a.get("latency")), max_conn=_int(a.get("maxconn")),
-                coll=_flag(a.get("coll")), line=self.line,
+                coll=_flag(a.get("coll")), evidence=self.line,
             )  # fmt: skip
             dump.nets.append(net)
             return net
@@ -224,7 +230,7 @@ class _Builder:
                 nchannels=_int(a.get("nchannels")), speed_intra=_float(a.get("speedintra")),
                 speed_inter=_float(a.get("speedinter")), latency_inter=_float(a.get("latencyinter")),
                 type_intra=a.get("typeintra"), type_inter=a.get("typeinter"),
-                same_channels=_int(a.get("samechannels")), line=self.line,
+                same_channels=_int(a.get("samechannels")), evidence=self.line,
             )  # fmt: skip
             dump.graphs.append(graph)
             return graph

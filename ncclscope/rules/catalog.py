@@ -18,6 +18,7 @@ from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrat
     run_init,
     run_warnings,
     topo,
+    topo_links,
     topo_log,
     version,
 )

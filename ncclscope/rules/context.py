@@ -33,6 +33,7 @@ NEEDS: dict[str, str] = {
     "version": "the NCCL version line: NCCL_DEBUG=INFO (NCCL 2.22+ prints it on every rank)",
     "init": "communicator init lines (Init START/COMPLETE): NCCL_DEBUG=INFO",
     "platform": "what the hardware is: nccl-tests device lines or `nvidia-smi topo -m` with the log",
+    "host_links": "NCCL's topology dump: NCCL_TOPO_DUMP_FILE=topo-%h.xml on the job (`ncclscope run` writes it)",
 }
 
 
@@ -75,6 +76,7 @@ class Context:
             "graph": lambda: bool(self.families & GRAPH_FAMILIES),
             "tuning": lambda: bool(self.families & TUNING_FAMILIES),
             "topology": lambda: bool(case.topologies),
+            "host_links": lambda: any(d.gpus or d.nets for d in case.topology_dumps),
             "nccl_tests": lambda: bool(case.benchmarks),
             "version": lambda: bool(case.nccl_versions),
             "init": lambda: bool(case.communicators),

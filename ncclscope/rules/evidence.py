@@ -21,6 +21,7 @@ ORDER = [
     "graph",
     "tuning",
     "topology",
+    "host_links",
     "nccl_tests",
     "platform",
 ]
@@ -57,8 +58,14 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
         message = f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs lack {what}"
         fix = f"Add {NEEDS[need]}."
         if need in GPU_ONLY and _gloo_run(ctx):
-            message += " (this run used gloo between CPU processes, which writes neither NCCL logs nor a matrix)"
-            fix = "Run `ncclscope run` on a GPU host: NCCL writes its log and nvidia-smi its matrix into the run."
+            message += (
+                " (this run used gloo between CPU processes, which writes no NCCL log, topology matrix or"
+                " topology dump)"
+            )
+            fix = (
+                "Run `ncclscope run` on a GPU host: NCCL writes its log and topology dump and nvidia-smi its"
+                " matrix into the run."
+            )
         yield make_finding("EVD001", "info", message, fix=fix)
     for item in ctx.not_judged:
         yield make_finding(
@@ -81,7 +88,7 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
             )
 
 
-GPU_ONLY = ("nccl_log", "topology")
+GPU_ONLY = ("nccl_log", "topology", "host_links")
 
 
 def _gloo_run(ctx: Context) -> bool:

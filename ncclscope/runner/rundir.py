@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from ncclscope.model import RunRecord
-from ncclscope.runner.environment import DEBUG_FILE_GLOB
+from ncclscope.runner.environment import DEBUG_FILE_GLOB, TOPO_DUMP_NAME
 from ncclscope.sources import RUN_MANIFEST
 
 EVIDENCE_CAPTURES = ("topo.txt",)  # the captures the parsers read; gpus.txt and env.txt are for people
@@ -58,6 +58,7 @@ def evidence_inputs(run_dir: Path, record: RunRecord) -> list[str]:
     names = [name for step in record.steps for name in (step.stdout, step.stderr) if name]
     names += nccl_logs(run_dir)
     names += [c.file for c in record.captures if c.file in EVIDENCE_CAPTURES]
+    names.append(TOPO_DUMP_NAME)  # what NCCL detected (parse/nccl_xml.py), when rank 0 wrote it
     return [name for name in names if _holds_something(run_dir / name)]
 
 
