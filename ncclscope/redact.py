@@ -51,6 +51,8 @@ MAC_RE = re.compile(r"(?<![\w:])[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}(?![\w:])")
 IPV6_CANDIDATE_RE = re.compile(r"(?<![\w:.])[0-9A-Fa-f:]*:[0-9A-Fa-f:]*(?:%[\w.]+)?(?![\w:]|\.\d)")
 GUID_COLON_RE = re.compile(r"(?<![\w:])(?:0x)?[0-9A-Fa-f]{4}(?::[0-9A-Fa-f]{4}){3}(?![\w:])")
 GUID_CONTEXT_RE = re.compile(r"(?i)(guid\W{0,3}(?:\w+\W{1,3})?)((?:0x)?[0-9a-f]{16})\b")
+# NCCL's topology XML: a hash of the host's name (and boot id), the same on every rank of the host
+HOST_HASH_RE = re.compile(r'(\bhost_hash=")([^"]+)(")')
 HOME_RE = re.compile(r"(/home/|/Users/)([^/\s\"':,;]+)")
 USER_ASSIGN_RE = re.compile(r"\b(USER|LOGNAME|USERNAME)=([^\s\"',;]+)")
 CONTAINER_RE = re.compile(r"(?<![\w-])(?:[0-9a-f]{64}|[0-9a-f]{12})(?![\w-])")
@@ -154,6 +156,8 @@ class Redactor:
             line = GUID_CONTEXT_RE.sub(
                 lambda m: m.group(1) + self.pseudonym("guid", m.group(2).lower().removeprefix("0x")), line
             )
+        if "host_hash" in line:
+            line = HOST_HASH_RE.sub(lambda m: m.group(1) + self.pseudonym("host", m.group(2)) + m.group(3), line)
         if "/home/" in line or "/Users/" in line:
             line = HOME_RE.sub(lambda m: m.group(1) + self.pseudonym("user", m.group(2)), line)
         if "=" in line:

@@ -72,6 +72,8 @@ def test_no_original_hostname_or_address_survives(rel: Path) -> None:
         "fixtures/nccl_tests/results_v3.json",
         "fixtures/runtime/three_hosts_extra_env.log",
         "fixtures/mixed/multi_host_job_problems.txt",
+        "fixtures/xml/h100_gpu3_x8_topo.xml",
+        "fixtures/xml/h100_gpu6_nvlink_down_topo.xml",
     ],
 )
 def test_diagnosis_is_unchanged_by_redaction(rel: str) -> None:
@@ -126,6 +128,8 @@ def test_what_the_diagnosis_needs_is_kept() -> None:
         ("open /Users/bob/nccl.log", "bob", "/Users/user-01/"),
         ("container 4f1c2b3a9d8e started", "4f1c2b3a9d8e", "container-01"),
         ("pod trainer-7f9c4d8b6d-x2kqz ready", "trainer-7f9c4d8b6d-x2kqz", "pod-01"),
+        ('  <cpu host_hash="0x9d3c5a27e81f4b06" numaid="0">', "9d3c5a27e81f4b06", 'host_hash="host-01"'),
+        ('<net name="mlx5_0" dev="0" guid="0x946dae03007c1a30" gdr="1"/>', "946dae03007c1a30", 'guid="guid-01"'),
         ("pod job-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-worker-3 ready", "0b1c2d3e", "pod-01"),
     ],
 )
