@@ -837,6 +837,31 @@ class NcclGraphDump(BaseModel):
     graphs: list[XmlGraph] = Field(default_factory=list)
 
 
+class IbPort(BaseModel):
+    """One port of an `ibstat` channel adapter."""
+
+    port: int
+    state: str | None = Field(None, description="Down, Initializing, Armed, Active.")
+    physical_state: str | None = Field(None, description="Polling, Disabled, LinkUp, LinkErrorRecovery ...")
+    rate: float | None = Field(None, description="Gb/s.")
+    link_layer: str | None = Field(None, description="InfiniBand or Ethernet (RoCE).")
+    port_guid: str | None = None
+    evidence: Evidence | None = Field(None, description="The `State:` line (the `Port N:` line until it comes).")
+    rate_evidence: Evidence | None = Field(None, description="The `Rate:` line.")
+
+
+class IbDevice(BaseModel):
+    """One channel adapter (HCA) as `ibstat` reports it."""
+
+    name: str
+    source: str = Field(description="The input it was read from (ibstat does not name its host).")
+    ca_type: str | None = None
+    firmware: str | None = None
+    node_guid: str | None = None
+    ports: list[IbPort] = Field(default_factory=list)
+    evidence: Evidence | None = Field(None, description="The `CA 'name'` line.")
+
+
 class Case(BaseModel):
     """Everything understood from the inputs of one `ncclscope` invocation."""
 
@@ -888,6 +913,7 @@ class Case(BaseModel):
         default_factory=list, description="NCCL's topology XML: what NCCL detected on a host."
     )
     graph_dumps: list[NcclGraphDump] = Field(default_factory=list, description="NCCL's graph XML: what it chose.")
+    ib_devices: list[IbDevice] = Field(default_factory=list, description="`ibstat`: adapters, ports, states, rates.")
     coll_calls: list[CollCalls] = Field(default_factory=list, description="COLL lines per rank and communicator.")
     progress: list[GroupProgress] = Field(
         default_factory=list, description="Who reached which collective, per group and kind of evidence (hangs)."

@@ -20,6 +20,7 @@ from ncclscope.model import (
     EnvSetting,
     FlightRecorderDump,
     FrameworkEvent,
+    IbDevice,
     NcclGraphDump,
     NcclTopologyDump,
     RasReport,
@@ -30,6 +31,7 @@ from ncclscope.model import (
 from ncclscope.normalize import clean, strip_launcher_prefix
 from ncclscope.parse import flight_recorder, nccl_xml, ras
 from ncclscope.parse.framework_log import FrameworkReader
+from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
 from ncclscope.parse.split import OTHER_LINES_KEEP, RangePart, merge_logs
@@ -54,6 +56,7 @@ class ParsedInput:
     ras_reports: list[RasReport] = field(default_factory=list)
     topology_dumps: list[NcclTopologyDump] = field(default_factory=list)
     graph_dumps: list[NcclGraphDump] = field(default_factory=list)
+    ib_devices: list[IbDevice] = field(default_factory=list)
 
 
 # A line that only says lines were left out where it stands
@@ -93,6 +96,7 @@ class _OtherLines:
         self.tests = NcclTestsReader(display)
         self.framework = FrameworkReader(display)
         self.ras = ras.RasReader(display)
+        self.ibstat = IbstatReader(display)
         self.topology_lines = 0
         self.tests_lines = 0
         self.invalid_utf8 = 0
@@ -117,7 +121,7 @@ class _OtherLines:
             self.topology_lines += 1
         elif self.tests.feed(line_no, body):
             self.tests_lines += 1
-        elif not self.ras.feed(line_no, body):
+        elif not self.ibstat.feed(line_no, body) and not self.ras.feed(line_no, body):
             self.framework.feed(line_no, body)
 
 
@@ -198,6 +202,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLine
     others.framework.finish()
     parsed.framework = others.framework.events
     parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version]
+    parsed.ib_devices = others.ibstat.devices
     parsed.not_kept = dict(others.framework.not_kept)
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
@@ -246,6 +251,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("framework_log")
     if parsed.ras_reports:
         source.kinds.append("ras_status")
+    if parsed.ib_devices:
+        source.kinds.append("ibstat")
     if stats.binary or stats.damaged or (stats.problems and not stats.lines):
         source.usable = False
     elif stats.bytes == 0:

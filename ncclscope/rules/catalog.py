@@ -13,6 +13,7 @@ from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrat
     net,
     net_errors,
     net_interfaces,
+    net_ports,
     run,
     run_framework,
     run_init,

@@ -9,7 +9,7 @@ from ncclscope.platforms import cpu_run
 from ncclscope.rules.context import NEEDS, Context, shown
 from ncclscope.rules.registry import make_finding, rule
 
-SAME_INPUT = {"nccl_errors": "nccl_log"}
+SAME_INPUT = {"nccl_errors": "nccl_log", "ib_ports": "host_links"}
 # Without any NCCL log, the log rules have nothing to look at; say so once, plainly.
 ORDER = [
     "nccl_log",
@@ -22,6 +22,7 @@ ORDER = [
     "tuning",
     "topology",
     "host_links",
+    "ib_ports",
     "nccl_tests",
     "platform",
 ]
@@ -88,7 +89,7 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
             )
 
 
-GPU_ONLY = ("nccl_log", "topology", "host_links")
+GPU_ONLY = ("nccl_log", "topology", "host_links", "ib_ports")
 
 
 def _gloo_run(ctx: Context) -> bool:

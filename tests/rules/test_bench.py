@@ -255,9 +255,9 @@ def test_a_gloo_run_directory_says_why_it_has_no_nccl_log(tmp_path):
     manifest = RunRecord(backend="torch", inputs=["all_reduce.stdout.txt"])
     (tmp_path / "manifest.json").write_text(manifest.model_dump_json())
     messages = [f.message for f in analysis_of(tmp_path).findings if f.code == "EVD001"]
-    assert len(messages) == 3  # the NCCL log, the topology matrix, NCCL's topology dump
+    assert len(messages) == 3  # the NCCL log, the topology matrix, the hosts' reports of their links
     assert all("gloo between CPU processes" in m for m in messages)
-    assert any("TOPO007, TOPO008" in m and "NCCL's topology dump" in m for m in messages)
+    assert any("NET008, TOPO007, TOPO008" in m and "the hosts' own reports of their links" in m for m in messages)
 
 
 def test_a_lost_device_line_does_not_make_a_second_host(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,88 @@
+"""`ibstat` output (infiniband-diags; grammars/ibstat.lark): each channel adapter with its firmware and
+GUID, and each port's state, physical state, rate and link layer.
+
+A block starts at `CA 'name'` and goes on while lines are ibstat's fields; the first other line ends it.
+ibstat does not name its host: the input's name does (one file per host, as `ncclscope run` or a
+support engineer collects them).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from lark import Lark, Tree
+from lark.exceptions import LarkError
+
+from ncclscope.grammars import load
+from ncclscope.model import Evidence, IbDevice, IbPort
+
+START_RE = re.compile(r"^CA '[^']+'\s*$")
+FIELD_RE = re.compile(
+    r"^(?:CA type:|Number of ports:|Firmware version:|Hardware version:|Node GUID:|System image GUID:|Port \d+:"
+    r"|Port GUID:|State:|Physical state:|Rate:|Base lid:|LMC:|SM lid:|Capability mask:|Link layer:)"
+)
+
+
+@cache
+def _parser() -> Lark:
+    return load("ibstat")
+
+
+class IbstatReader:
+    """Reads the lines of one input that belong to `ibstat` output."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.devices: list[IbDevice] = []
+        self.lines = 0
+        self._device: IbDevice | None = None
+        self._port: IbPort | None = None
+
+    def feed(self, line_no: int, text: str) -> bool:
+        """True when the line is ibstat's (then no other reader needs it)."""
+        body = text.strip()
+        if not body:
+            return False
+        if not START_RE.match(body) and (self._device is None or not FIELD_RE.match(body)):
+            self._device = self._port = None  # a block ends at the first line that is not ibstat's
+            return False
+        try:
+            tree = _parser().parse(body)
+        except LarkError:
+            return False
+        self.lines += 1
+        self._take(tree, Evidence(source=self.source, line=line_no, text=body))
+        return True
+
+    def _take(self, tree: Tree, evidence: Evidence) -> None:
+        kind = tree.data
+        value = str(tree.children[0]) if tree.children else None
+        if kind == "ca":
+            self._device = IbDevice(name=str(value).strip("'"), source=self.source, evidence=evidence)
+            self._port = None
+            self.devices.append(self._device)
+            return
+        device = self._device
+        assert device is not None
+        if kind == "ca_type":
+            device.ca_type = value
+        elif kind == "firmware":
+            device.firmware = value
+        elif kind == "node_guid":
+            device.node_guid = value
+        elif kind == "port":
+            self._port = IbPort(port=int(str(value)), evidence=evidence)
+            device.ports.append(self._port)
+        elif self._port is not None:
+            port = self._port
+            if kind == "state":
+                port.state, port.evidence = value, evidence
+            elif kind == "phys_state":
+                port.physical_state = value
+            elif kind == "rate" and value is not None:
+                port.rate, port.rate_evidence = float(value), evidence
+            elif kind == "link_layer":
+                port.link_layer = value
+            elif kind == "port_guid":
+                port.port_guid = value
