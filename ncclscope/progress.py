@@ -12,7 +12,6 @@ group (Case.progress), which rules/hang.py judges and the TUI shows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 
 from ncclscope.model import (
     Case,
@@ -23,6 +22,7 @@ from ncclscope.model import (
     GroupProgress,
     RankProgress,
 )
+from ncclscope.rules.topo_common import number_ranges
 
 VIA = {
     "flight_recorder": "Flight Recorder dumps",
@@ -265,14 +265,3 @@ def waiting_report(case: Case) -> list[str]:
             line += f"; no data from ranks {number_ranges(m.rank for m in group.missing)}"
         lines.append(f"{line} (from {VIA[group.via]})")
     return lines
-
-
-def number_ranges(numbers: Iterable[int]) -> str:
-    """[0, 1, 2, 5] -> '0-2,5'"""
-    runs: list[list[int]] = []
-    for n in sorted(set(numbers)):
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
