@@ -306,6 +306,13 @@ def _read_whole(item: InputFile, source: Source, limit: int) -> bytes | None:
     return data
 
 
+def _unusable(source: Source, problem: str) -> ParsedInput:
+    """An input read whole that cannot be used: the reason, and nothing from it."""
+    source.problems.append(problem)
+    source.usable = False
+    return ParsedInput(source)
+
+
 def _parse_flight_record(item: InputFile, source: Source, form: str) -> ParsedInput:
     """A PyTorch Flight Recorder dump (parse/flight_recorder.py); a refused or damaged one is unusable."""
     data = _read_whole(item, source, flight_recorder.MAX_BYTES)
@@ -314,13 +321,9 @@ def _parse_flight_record(item: InputFile, source: Source, form: str) -> ParsedIn
     try:
         dump = flight_recorder.read_dump(data, form, item.display)
     except flight_recorder.RefusedPickle as exc:
-        source.problems.append(f"pickle refused: {exc}; nothing in it was run (a dump holds only plain data)")
-        source.usable = False
-        return ParsedInput(source)
+        return _unusable(source, f"pickle refused: {exc}; nothing in it was run (a dump holds only plain data)")
     except ValueError as exc:
-        source.problems.append(f"{'pickle' if form == 'pickle' else 'JSON'} not read: {exc}")
-        source.usable = False
-        return ParsedInput(source)
+        return _unusable(source, f"{'pickle' if form == 'pickle' else 'JSON'} not read: {exc}")
     source.kinds.append("flight_recorder")
     source.problems.extend(dump.problems)
     return ParsedInput(source, flight_records=[dump])
@@ -335,13 +338,9 @@ def _parse_nccl_xml(item: InputFile, source: Source, form: nccl_xml.XmlForm) -> 
     try:
         dump, problems = nccl_xml.read_xml(data, item.display)
     except nccl_xml.XmlRefused as exc:
-        source.problems.append(f"XML refused: {exc}")
-        source.usable = False
-        return ParsedInput(source)
+        return _unusable(source, f"XML refused: {exc}")
     except ValueError as exc:
-        source.problems.append(f"{form} XML not read: {exc}")
-        source.usable = False
-        return ParsedInput(source)
+        return _unusable(source, f"{form} XML not read: {exc}")
     source.problems.extend(problems)
     if isinstance(dump, NcclTopologyDump):
         source.kinds.append("topology_xml")
@@ -361,9 +360,7 @@ def _parse_ras_json(item: InputFile, source: Source) -> ParsedInput:
     try:
         report = ras.read_json(data, item.display)
     except ValueError as exc:
-        source.problems.append(f"RAS JSON not read: {exc}")
-        source.usable = False
-        return ParsedInput(source)
+        return _unusable(source, f"RAS JSON not read: {exc}")
     source.kinds.append("ras_status")
     return ParsedInput(source, ras_reports=[report])
 
@@ -383,10 +380,9 @@ def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInp
     if run is None:
         try:
             json.loads(text)
-            source.problems.append("JSON is not nccl-tests -J output")
+            problem = "JSON is not nccl-tests -J output"
         except ValueError as exc:
-            source.problems.append(f"invalid JSON: {exc}")
-        source.usable = False
-        return ParsedInput(source)
+            problem = f"invalid JSON: {exc}"
+        return _unusable(source, problem)
     source.kinds.append("nccl_tests_json")
     return ParsedInput(source, benchmarks=[run])
