@@ -21,6 +21,7 @@ SourceKind = Literal[
     "ras_status",
     "topology_xml",
     "graph_xml",
+    "ibstat",
 ]
 
 

@@ -85,3 +85,14 @@ def test_every_fixture_is_described_in_a_readme() -> None:
         if f"`{f.relative_to('fixtures')}`" not in top and f"`{f.name}`" not in local_text:
             missing.append(str(f))
     assert not missing
+
+
+@pytest.mark.parametrize("fixture", fixture_files(), ids=str)
+def test_fixture_analysis_reads_back_from_its_json(fixture: Path, repo_cwd: Path) -> None:
+    """The JSON contract holds: what `analyze --format json` writes validates as an Analysis (the TUI reads its
+    child's analysis this way), e.g. every Source.kinds value is in the model's literal."""
+    from ncclscope.engine import analyze
+    from ncclscope.model import Analysis
+
+    analysis = analyze(read_case([str(fixture)], jobs=1).case)
+    assert Analysis.model_validate_json(analysis.model_dump_json()) == analysis
