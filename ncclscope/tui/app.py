@@ -39,7 +39,8 @@ TABS: list[tuple[str, str, type[Widget]]] = [
     ("progress", "Progress", ProgressPane),
 ]
 THEMES = ("textual-dark", "textual-light")
-OWN_CURSORS = ("findings-list", "finding-evidence", "progress-")  # lists whose screens keep the selection by identity
+# widgets whose screens keep their selection themselves, by identity (a followed input renews every screen)
+OWN_CURSORS = ("findings-list", "finding-evidence", "progress-")
 MB = 1024 * 1024
 
 
@@ -289,7 +290,7 @@ class NcclscopeApp(App[int]):
         """Cursor rows of the tables and lists that their screens do not restore themselves, by widget id."""
         kept: dict[str, int] = {}
         for table in self.query(DataTable):
-            if table.id and not table.id.startswith("progress-"):
+            if table.id and not table.id.startswith(OWN_CURSORS):
                 kept[table.id] = table.cursor_row
         for options in self.query(OptionList):
             if options.id and options.highlighted is not None and not options.id.startswith(OWN_CURSORS):
