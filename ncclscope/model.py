@@ -22,6 +22,7 @@ SourceKind = Literal[
     "topology_xml",
     "graph_xml",
     "ibstat",
+    "ibv_devinfo",
 ]
 
 
@@ -839,7 +840,7 @@ class NcclGraphDump(BaseModel):
 
 
 class IbPort(BaseModel):
-    """One port of an `ibstat` channel adapter."""
+    """One port of a channel adapter, as `ibstat` or `ibv_devinfo` reports it (in ibstat's words)."""
 
     port: int
     state: str | None = Field(None, description="Down, Initializing, Armed, Active.")
@@ -848,19 +849,23 @@ class IbPort(BaseModel):
     link_layer: str | None = Field(None, description="InfiniBand or Ethernet (RoCE).")
     port_guid: str | None = None
     evidence: Evidence | None = Field(None, description="The `State:` line (the `Port N:` line until it comes).")
-    rate_evidence: Evidence | None = Field(None, description="The `Rate:` line.")
+    rate_evidence: Evidence | None = Field(
+        None, description="The `Rate:` line (ibv_devinfo -v: `active_speed`, the lane speed times the width)."
+    )
 
 
 class IbDevice(BaseModel):
-    """One channel adapter (HCA) as `ibstat` reports it."""
+    """One channel adapter (HCA) as `ibstat` or `ibv_devinfo` reports it."""
 
     name: str
-    source: str = Field(description="The input it was read from (ibstat does not name its host).")
-    ca_type: str | None = None
+    source: str = Field(description="The input it was read from (neither tool names its host).")
+    tool: Literal["ibstat", "ibv_devinfo"] = "ibstat"
+    ca_type: str | None = Field(None, description="ibstat's CA type (MT4129); ibv_devinfo's board_id.")
     firmware: str | None = None
     node_guid: str | None = None
     ports: list[IbPort] = Field(default_factory=list)
-    evidence: Evidence | None = Field(None, description="The `CA 'name'` line.")
+    evidence: Evidence | None = Field(None, description="The `CA 'name'` or `hca_id:` line.")
+    firmware_evidence: Evidence | None = None
 
 
 class Case(BaseModel):
@@ -914,7 +919,9 @@ class Case(BaseModel):
         default_factory=list, description="NCCL's topology XML: what NCCL detected on a host."
     )
     graph_dumps: list[NcclGraphDump] = Field(default_factory=list, description="NCCL's graph XML: what it chose.")
-    ib_devices: list[IbDevice] = Field(default_factory=list, description="`ibstat`: adapters, ports, states, rates.")
+    ib_devices: list[IbDevice] = Field(
+        default_factory=list, description="`ibstat`, `ibv_devinfo`: adapters, ports, states, rates."
+    )
     coll_calls: list[CollCalls] = Field(default_factory=list, description="COLL lines per rank and communicator.")
     progress: list[GroupProgress] = Field(
         default_factory=list, description="Who reached which collective, per group and kind of evidence (hangs)."

@@ -68,7 +68,7 @@ class IbstatReader:
         if kind == "ca_type":
             device.ca_type = value
         elif kind == "firmware":
-            device.firmware = value
+            device.firmware, device.firmware_evidence = value, evidence
         elif kind == "node_guid":
             device.node_guid = value
         elif kind == "port":

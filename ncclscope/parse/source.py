@@ -32,6 +32,7 @@ from ncclscope.normalize import clean, strip_launcher_prefix
 from ncclscope.parse import flight_recorder, nccl_xml, ras
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.ibstat import IbstatReader
+from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
 from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
 from ncclscope.parse.split import OTHER_LINES_KEEP, RangePart, merge_logs
@@ -97,6 +98,7 @@ class _OtherLines:
         self.framework = FrameworkReader(display)
         self.ras = ras.RasReader(display)
         self.ibstat = IbstatReader(display)
+        self.ibv_devinfo = IbvDevinfoReader(display)
         self.topology_lines = 0
         self.tests_lines = 0
         self.invalid_utf8 = 0
@@ -121,8 +123,12 @@ class _OtherLines:
             self.topology_lines += 1
         elif self.tests.feed(line_no, body):
             self.tests_lines += 1
-        elif not self.ibstat.feed(line_no, body) and not self.ras.feed(line_no, body):
+        elif not self._host_report(line_no, body):
             self.framework.feed(line_no, body)
+
+    def _host_report(self, line_no: int, body: str) -> bool:
+        """A line of a tool's report about the host (its ports, its GPUs) or of ncclras."""
+        return self.ibstat.feed(line_no, body) or self.ibv_devinfo.feed(line_no, body) or self.ras.feed(line_no, body)
 
 
 def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) -> ParsedInput:
@@ -202,7 +208,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLine
     others.framework.finish()
     parsed.framework = others.framework.events
     parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version]
-    parsed.ib_devices = others.ibstat.devices
+    parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
     parsed.not_kept = dict(others.framework.not_kept)
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
@@ -251,8 +257,10 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("framework_log")
     if parsed.ras_reports:
         source.kinds.append("ras_status")
-    if parsed.ib_devices:
+    if others.ibstat.devices:
         source.kinds.append("ibstat")
+    if others.ibv_devinfo.devices:
+        source.kinds.append("ibv_devinfo")
     if stats.binary or stats.damaged or (stats.problems and not stats.lines):
         source.usable = False
     elif stats.bytes == 0:

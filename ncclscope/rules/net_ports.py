@@ -71,7 +71,7 @@ def ib_port_degraded(ctx: Context) -> Iterable[Finding]:
                     port.physical_state,
                     port.rate,
                     port.link_layer,
-                    "ibstat",
+                    device.tool,
                     lines,
                 )  # fmt: skip
             )
