@@ -23,6 +23,7 @@ SourceKind = Literal[
     "graph_xml",
     "ibstat",
     "ibv_devinfo",
+    "nvidia_smi_query",
 ]
 
 
@@ -868,6 +869,38 @@ class IbDevice(BaseModel):
     firmware_evidence: Evidence | None = None
 
 
+class SmiGpu(BaseModel):
+    """One GPU as `nvidia-smi -q` reports it: identity, versions, PCIe link (current and max), modes and
+    health. Values are as printed (None where the tool printed N/A or nothing)."""
+
+    source: str = Field(description="The input it was read from (nvidia-smi -q does not name its host).")
+    bus_id: str = Field(description="PCI bus id in NCCL's form, e.g. 0000:18:00.0.")
+    index: int = Field(description="Its place in the report (0 for the first GPU), nvidia-smi's own order.")
+    product: str | None = None
+    serial: str | None = None
+    uuid: str | None = None
+    vbios: str | None = None
+    driver: str | None = Field(None, description="The report's Driver Version.")
+    cuda: str | None = Field(None, description="The report's CUDA Version.")
+    pcie_gen: int | None = Field(None, description="PCIe generation now (an idle GPU lowers it to save power).")
+    pcie_gen_max: int | None = Field(None, description="The highest generation the GPU and its slot allow.")
+    width: int | None = Field(None, description="PCIe link width now (lanes).")
+    width_max: int | None = None
+    performance_state: str | None = Field(None, description="P0 (full performance) ... P12 (idle).")
+    persistence_mode: str | None = None
+    mig_mode: str | None = None
+    ecc_mode: str | None = None
+    uncorrectable_errors: int | None = Field(None, description="Volatile uncorrectable ECC errors, summed.")
+    remap_pending: bool | None = Field(None, description="Remapped Rows: Pending (a reset is needed).")
+    remap_failed: bool | None = None
+    fabric_state: str | None = Field(None, description="NVSwitch systems: Fabric State (Completed when ready).")
+    evidence: Evidence | None = Field(None, description="The `GPU 00000000:18:00.0` line.")
+    link_evidence: list[Evidence] = Field(
+        default_factory=list, description="The PCIe generation and link width lines (Max, Current)."
+    )
+    version_evidence: list[Evidence] = Field(default_factory=list, description="The Driver and VBIOS lines.")
+
+
 class Case(BaseModel):
     """Everything understood from the inputs of one `ncclscope` invocation."""
 
@@ -922,6 +955,7 @@ class Case(BaseModel):
     ib_devices: list[IbDevice] = Field(
         default_factory=list, description="`ibstat`, `ibv_devinfo`: adapters, ports, states, rates."
     )
+    smi_gpus: list[SmiGpu] = Field(default_factory=list, description="`nvidia-smi -q`: one entry per GPU.")
     coll_calls: list[CollCalls] = Field(default_factory=list, description="COLL lines per rank and communicator.")
     progress: list[GroupProgress] = Field(
         default_factory=list, description="Who reached which collective, per group and kind of evidence (hangs)."

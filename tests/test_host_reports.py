@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ncclscope.reading import read_case
@@ -69,3 +70,57 @@ def test_ibv_devinfo_port_down_is_net008() -> None:
     assert "mlx5_3 port 1: state Down, physical state Polling" in finding.message
     assert "from ibv_devinfo" in finding.message
     assert not findings_of("NET008", REPO / "fixtures/ib/ibstat_8x_ndr.txt")
+
+
+# ------------------------------------------------------------------------------------------ nvidia-smi -q
+SMI_HEALTHY = "fixtures/smi/nvidia_smi_q_8x_h100.txt"
+SMI_X8 = "fixtures/smi/nvidia_smi_q_gpu3_x8.txt"
+
+
+def test_nvidia_smi_q_gives_each_gpu_with_its_link_versions_and_health() -> None:
+    case = case_of(SMI_X8)
+    assert [g.bus_id for g in case.smi_gpus][:3] == ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0"]
+    gpu = case.smi_gpus[3]
+    assert (gpu.index, gpu.bus_id, gpu.product) == (3, "0000:5d:00.0", "NVIDIA H100 80GB HBM3")
+    assert (gpu.driver, gpu.cuda, gpu.vbios) == ("550.90.07", "12.4", "96.00.89.00.01")
+    assert (gpu.pcie_gen, gpu.pcie_gen_max, gpu.width, gpu.width_max) == (5, 5, 8, 16)
+    # `Max` of the Bank Remap Availability Histogram is not a link width; `Current` of MIG Mode not a gen
+    assert (gpu.mig_mode, gpu.ecc_mode, gpu.performance_state, gpu.fabric_state) == (
+        "Disabled", "Enabled", "P0", "Completed"
+    )  # fmt: skip
+    assert (gpu.uncorrectable_errors, gpu.remap_pending, gpu.remap_failed) == (0, False, False)
+    assert gpu.serial == "1654922006254" and gpu.uuid is not None and gpu.uuid.startswith("GPU-")
+    assert [e.text.split(":")[0].strip() for e in gpu.link_evidence] == ["Max", "Current", "Max", "Current"]
+    source = case.sources[0]
+    assert source.kinds == ["nvidia_smi_query"] and source.framework_lines == 0
+
+
+def test_nvidia_smi_q_pasted_without_indentation_and_followed_by_other_text(tmp_path: Path) -> None:
+    text = (REPO / SMI_X8).read_text()
+    flat = "\n".join(line.strip() for line in text.splitlines()[:280])  # GPUs 0 and 1, no indentation
+    path = tmp_path / "flat.txt"
+    path.write_text(flat + "\nTraceback (most recent call last)\nMax : 3\n")
+    gpus = case_of(path).smi_gpus
+    assert [(g.width, g.width_max, g.pcie_gen, g.mig_mode) for g in gpus] == [(16, 16, 5, "Disabled")] * 2
+    # the Traceback line is not nvidia-smi's: the report ends there, and the `Max : 3` after it is not read
+    assert gpus[1].pcie_gen_max == 5
+
+
+def test_an_idle_host_lowers_its_generation_and_is_not_degraded(tmp_path: Path) -> None:
+    from conftest import findings_of
+
+    text = (REPO / SMI_HEALTHY).read_text()
+    idle = text.replace("Performance State                     : P0", "Performance State                     : P8")
+    idle = re.sub(r"(?m)^( {16}Current +): 5$", r"\1: 1", idle)  # PCIe Generation's Current only
+    path = tmp_path / "idle.txt"
+    path.write_text(idle)
+    gpus = case_of(path).smi_gpus
+    assert {(g.pcie_gen, g.performance_state) for g in gpus} == {(1, "P8")}
+    assert not findings_of("TOPO007", path)
+    # the same GPU at Gen 1 while it works (P0) is degraded
+    one_busy = idle.replace(
+        "Performance State                     : P8", "Performance State                     : P0", 1
+    )
+    path.write_text(one_busy)
+    (finding,) = findings_of("TOPO007", path)
+    assert "GPU 0 (0000:18:00.0) at 2.5 GT/s x16, capable of 32 GT/s x16 (nvidia-smi -q)" in finding.message

@@ -10,6 +10,7 @@ from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrat
     evidence,
     gdr,
     hang,
+    host_versions,
     net,
     net_errors,
     net_interfaces,

@@ -33,9 +33,13 @@ NEEDS: dict[str, str] = {
     "version": "the NCCL version line: NCCL_DEBUG=INFO (NCCL 2.22+ prints it on every rank)",
     "init": "communicator init lines (Init START/COMPLETE): NCCL_DEBUG=INFO",
     "platform": "what the hardware is: nccl-tests device lines or `nvidia-smi topo -m` with the log",
-    # both answered by the hosts' own reports: EVD001 says them together (rules/evidence.py SAME_INPUT)
+    # all answered by the hosts' own reports: EVD001 says them together (rules/evidence.py SAME_INPUT)
     "host_links": "the hosts' own reports of their links: NCCL's topology dump (NCCL_TOPO_DUMP_FILE=topo-%h.xml on"
-    " the job; `ncclscope run` writes it), and `ibstat` from each host for its ports",
+    " the job; `ncclscope run` writes it), and from each host `nvidia-smi -q` (PCIe links, versions),"
+    " `nvidia-smi nvlink -s` (NVLinks) and `ibstat` (ports)",
+    "pcie_links": "the GPUs' PCIe links: `nvidia-smi -q` from each host, or NCCL's topology dump",
+    "nvlinks": "the GPUs' NVLinks: `nvidia-smi nvlink -s` from each host, or NCCL's topology dump",
+    "host_versions": "the hosts' own reports of their versions: `nvidia-smi -q` and `ibstat` from each host",
     "ib_ports": "the hosts' own reports of their ports: `ibstat` from each host, or NCCL's topology dump"
     " (NCCL_TOPO_DUMP_FILE=topo-%h.xml)",
 }
@@ -81,6 +85,9 @@ class Context:
             "tuning": lambda: bool(self.families & TUNING_FAMILIES),
             "topology": lambda: bool(case.topologies),
             "host_links": lambda: any(d.gpus or d.nets for d in case.topology_dumps),
+            "pcie_links": lambda: bool(case.smi_gpus) or any(d.pci for d in case.topology_dumps),
+            "host_versions": lambda: bool(case.smi_gpus) or bool(case.ib_devices),
+            "nvlinks": lambda: any(d.gpus for d in case.topology_dumps),
             "ib_ports": lambda: bool(case.ib_devices) or any(d.nets for d in case.topology_dumps),
             "nccl_tests": lambda: bool(case.benchmarks),
             "version": lambda: bool(case.nccl_versions),

@@ -9,7 +9,13 @@ from ncclscope.platforms import cpu_run
 from ncclscope.rules.context import NEEDS, Context, shown
 from ncclscope.rules.registry import make_finding, rule
 
-SAME_INPUT = {"nccl_errors": "nccl_log", "ib_ports": "host_links"}
+SAME_INPUT = {
+    "nccl_errors": "nccl_log",
+    "ib_ports": "host_links",
+    "pcie_links": "host_links",
+    "nvlinks": "host_links",
+    "host_versions": "host_links",
+}
 # Without any NCCL log, the log rules have nothing to look at; say so once, plainly.
 ORDER = [
     "nccl_log",
@@ -89,7 +95,7 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
             )
 
 
-GPU_ONLY = ("nccl_log", "topology", "host_links", "ib_ports")
+GPU_ONLY = ("nccl_log", "topology", "host_links")
 
 
 def _gloo_run(ctx: Context) -> bool:

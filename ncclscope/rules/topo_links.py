@@ -1,9 +1,12 @@
-"""TOPO007-TOPO008: the links of a host as NCCL read them (its topology XML dump): a GPU or NIC whose PCIe
-link trained below its peers', a GPU with fewer NVLinks than its peers.
+"""TOPO007-TOPO008: the links of a host as NCCL read them (its topology XML dump) or as the host reports
+them (`nvidia-smi -q`): a GPU or NIC whose PCIe link trained below its peers' or its own maximum, a GPU with
+fewer NVLinks than its peers.
 
-Each device is judged against its peers on the same host (same kind, same PCI vendor and device id), never
-against a figure from elsewhere: a whole host of x8 GPUs may be how it was built, one x8 GPU among x16 ones
-is a fault. A cloud's NCCL_TOPO_FILE states fixed speeds: it is read but says nothing about a fault.
+In NCCL's dump each device is judged against its peers on the same host (same kind, same PCI vendor and
+device id), never against a figure from elsewhere: a whole host of x8 GPUs may be how it was built, one x8
+GPU among x16 ones is a fault. A cloud's NCCL_TOPO_FILE states fixed speeds: it is read but says nothing
+about a fault. `nvidia-smi -q` gives each GPU's own maximum, so a GPU is judged against itself there; its
+generation only while it works (P0) or where its peers run theirs, since an idle GPU lowers it to save power.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ncclscope.model import Evidence, Finding, NcclTopologyDump, XmlGpu, XmlPciDevice
+from ncclscope.model import Case, Evidence, Finding, NcclTopologyDump, SmiGpu, XmlGpu, XmlPciDevice
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
 
 DUMP = "NCCL's topology dump"
+SMI = "nvidia-smi -q"
+GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}  # PCIe generation -> transfer rate per lane
 
 
 def _host(dump: NcclTopologyDump) -> str:
@@ -46,11 +51,13 @@ def _used(device: XmlPciDevice, dump: NcclTopologyDump) -> bool:
 
 
 # =============================================================================== TOPO007
-@rule("TOPO007", "pcie-degraded", severity="error", needs=["host_links"])
+@rule("TOPO007", "pcie-degraded", severity="error", needs=["pcie_links"])
 def pcie_degraded(ctx: Context) -> Iterable[Finding]:
     """A GPU or NIC runs its PCIe link below the generation or width of its peers on the same host
     (same kind and PCI device id), as NCCL's topology dump (NCCL_TOPO_DUMP_FILE) records it, e.g. a
-    GPU at 32 GT/s x8 where its seven peers run 32 GT/s x16.
+    GPU at 32 GT/s x8 where its seven peers run 32 GT/s x16; or a GPU below its own maximum width (or
+    generation, while it works) as `nvidia-smi -q` reports it: "GPU 3 at 32 GT/s x8, capable of 32 GT/s
+    x16". Error where NCCL uses the device (or the inputs do not say), warning for others.
 
     Why: a link that trained at half width or an older generation halves what the device can move
     to and from the host, its NIC or a GPU across the PCIe switch: GPUDirect RDMA, P2P over PCIe and
@@ -95,6 +102,48 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
                 "TOPO007", "error" if used else "warning", message, evidence=shown(evidence),
                 evidence_count=len(evidence), hosts=[_host(dump)],
             )  # fmt: skip
+    yield from _smi_pcie_degraded(ctx.case)
+
+
+def bus_key(bus_id: str) -> int | None:
+    """A PCI bus id in any of its forms (0000:1a:00.0, 00000000:1A:00.0, NCCL's busId 1a000) as one number."""
+    digits = "".join(c for c in bus_id if c in "0123456789abcdefABCDEF")
+    return int(digits, 16) if digits else None
+
+
+def _smi_link(gen: int | None, width: int | None) -> str:
+    speed = f"{GT_PER_S[gen]:g} GT/s" if gen in GT_PER_S else "? GT/s"
+    return f"{speed} x{width}" if width is not None else speed
+
+
+def _smi_pcie_degraded(case: Case) -> Iterable[Finding]:
+    nccl_buses = {bus_key(m.bus_id) for c in case.communicators for m in c.ranks if m.bus_id}
+    by_source: dict[str, list[SmiGpu]] = defaultdict(list)
+    for gpu in case.smi_gpus:
+        by_source[gpu.source].append(gpu)
+    for source, gpus in by_source.items():
+        at_max = sum(1 for g in gpus if g.pcie_gen is not None and g.pcie_gen == g.pcie_gen_max)
+        slow: list[SmiGpu] = []
+        for g in gpus:
+            narrow = g.width is not None and g.width_max is not None and g.width < g.width_max
+            working = g.performance_state == "P0" or at_max * 2 > len(gpus)  # not an idle GPU saving power
+            older = g.pcie_gen is not None and g.pcie_gen_max is not None and g.pcie_gen < g.pcie_gen_max
+            if narrow or (older and working):
+                slow.append(g)
+        if not slow:
+            continue
+        names = ", ".join(
+            f"GPU {g.index} ({g.bus_id}) at {_smi_link(g.pcie_gen, g.width)}, capable of "
+            f"{_smi_link(g.pcie_gen_max, g.width_max)}"
+            for g in slow
+        )
+        # NCCL's ranks name their GPUs' bus ids: a GPU none of them uses carries no NCCL traffic
+        used = not nccl_buses or any(bus_key(g.bus_id) in nccl_buses for g in slow)
+        evidence = [e for g in slow for e in ([g.evidence] if g.evidence else []) + g.link_evidence]
+        yield make_finding(
+            "TOPO007", "error" if used else "warning", f"on {source}: {names} ({SMI})",
+            evidence=shown(evidence), evidence_count=len(evidence), hosts=[source],
+        )  # fmt: skip
 
 
 # =============================================================================== TOPO008
@@ -102,7 +151,7 @@ def _nvlinks(gpu: XmlGpu) -> int:
     return sum(link.count or 0 for link in gpu.nvlinks)
 
 
-@rule("TOPO008", "nvlink-down", severity="error", needs=["host_links"])
+@rule("TOPO008", "nvlink-down", severity="error", needs=["nvlinks"])
 def nvlink_down(ctx: Context) -> Iterable[Finding]:
     """A GPU has fewer NVLinks than its peers of the same host (same compute capability), as NCCL's
     topology dump counts them (`<nvlink target count>` per peer GPU or NVSwitch), e.g. 16 where its

@@ -86,7 +86,19 @@ def test_a_gpu_without_any_nvlink_among_nvlinked_peers(tmp_path: Path) -> None:
 
 def test_without_a_topology_dump_evd001_names_the_rules_and_the_setting() -> None:
     done = run_cli("analyze", "--format", "json", "fixtures/nccl/v2_26_socket_fallback.log")
-    assert b"NET008, TOPO007, TOPO008" in done.stdout and b"NCCL_TOPO_DUMP_FILE" in done.stdout
-    assert b"`ibstat` from each host" in done.stdout
+    assert b"NET008, TOPO007, TOPO008, VER002" in done.stdout and b"NCCL_TOPO_DUMP_FILE" in done.stdout
+    assert b"`nvidia-smi nvlink -s` (NVLinks) and `ibstat` (ports)" in done.stdout
     judged = run_cli("analyze", "--format", "json", HEALTHY).stdout  # the dump's nets answer NET008 too
     assert b"TOPO007" not in judged and b"NET008" not in judged
+
+
+# ------------------------------------------------------------------------------------------ nvidia-smi -q
+def test_a_gpu_below_its_own_width_in_nvidia_smi_q() -> None:
+    (finding,) = findings_of("TOPO007", "fixtures/smi/nvidia_smi_q_gpu3_x8.txt")
+    assert finding.severity == "error"  # no NCCL input says which GPUs it uses: a GPU host's GPUs all work
+    assert "GPU 3 (0000:5d:00.0) at 32 GT/s x8, capable of 32 GT/s x16 (nvidia-smi -q)" in finding.message
+    assert lines(finding) == [426, 481, 482, 487, 488]  # the GPU line, then its generation and width lines
+
+
+def test_a_healthy_nvidia_smi_q_says_nothing() -> None:
+    assert not findings_of("TOPO007", "fixtures/smi/nvidia_smi_q_8x_h100.txt")
