@@ -161,6 +161,7 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
         case.graph_dumps.extend(parsed.graph_dumps)
         case.ib_devices.extend(parsed.ib_devices)
         case.smi_gpus.extend(parsed.smi_gpus)
+        case.nvlink_gpus.extend(parsed.nvlink_gpus)
         if parsed.log.coll_calls:
             builder.coll_calls.append((parsed.source.path, parsed.log.coll_calls))
         builder.command_line_settings.extend(parsed.settings)

@@ -24,6 +24,7 @@ SourceKind = Literal[
     "ibstat",
     "ibv_devinfo",
     "nvidia_smi_query",
+    "nvidia_smi_nvlink",
 ]
 
 
@@ -901,6 +902,29 @@ class SmiGpu(BaseModel):
     version_evidence: list[Evidence] = Field(default_factory=list, description="The Driver and VBIOS lines.")
 
 
+class NvlinkLink(BaseModel):
+    """One NVLink of a GPU as `nvidia-smi nvlink -s` reports it."""
+
+    link: int
+    speed: float | None = Field(None, description="GB/s per direction; None when inactive.")
+    evidence: Evidence | None = None
+
+
+class NvlinkGpu(BaseModel):
+    """One GPU's NVLinks as `nvidia-smi nvlink -s` reports them."""
+
+    source: str = Field(description="The input it was read from (nvidia-smi does not name its host).")
+    index: int = Field(description="nvidia-smi's GPU index.")
+    product: str | None = None
+    uuid: str | None = None
+    links: list[NvlinkLink] = Field(default_factory=list)
+    evidence: Evidence | None = Field(None, description="The `GPU 0: ... (UUID: ...)` line.")
+
+    @property
+    def active(self) -> list[NvlinkLink]:
+        return [link for link in self.links if link.speed is not None]
+
+
 class Case(BaseModel):
     """Everything understood from the inputs of one `ncclscope` invocation."""
 
@@ -956,6 +980,9 @@ class Case(BaseModel):
         default_factory=list, description="`ibstat`, `ibv_devinfo`: adapters, ports, states, rates."
     )
     smi_gpus: list[SmiGpu] = Field(default_factory=list, description="`nvidia-smi -q`: one entry per GPU.")
+    nvlink_gpus: list[NvlinkGpu] = Field(
+        default_factory=list, description="`nvidia-smi nvlink -s`: each GPU's links and their speeds."
+    )
     coll_calls: list[CollCalls] = Field(default_factory=list, description="COLL lines per rank and communicator.")
     progress: list[GroupProgress] = Field(
         default_factory=list, description="Who reached which collective, per group and kind of evidence (hangs)."

@@ -124,3 +124,16 @@ def test_an_idle_host_lowers_its_generation_and_is_not_degraded(tmp_path: Path) 
     path.write_text(one_busy)
     (finding,) = findings_of("TOPO007", path)
     assert "GPU 0 (0000:18:00.0) at 2.5 GT/s x16, capable of 32 GT/s x16 (nvidia-smi -q)" in finding.message
+
+
+# ------------------------------------------------------------------------------------------ nvidia-smi nvlink
+def test_nvlink_s_gives_each_gpus_links_and_a_gpu_list_is_not_a_link_report(tmp_path: Path) -> None:
+    gpus = case_of("fixtures/smi/nvlink_s_gpu6_two_down.txt").nvlink_gpus
+    assert [(g.index, len(g.links), len(g.active)) for g in gpus][5:7] == [(5, 18, 18), (6, 18, 16)]
+    assert gpus[6].links[14].speed is None and gpus[6].links[13].speed == 26.562
+    assert gpus[0].uuid == "GPU-0a7e0a1c-3b2e-4f0d-9a01-6c2de01847f1" and gpus[0].product == "NVIDIA H100 80GB HBM3"
+    # `nvidia-smi -L` prints the same GPU lines with no links: they say nothing about NVLink
+    listing = tmp_path / "list.txt"
+    listing.write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1f2e)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2a3b)\n")
+    case = case_of(listing)
+    assert case.nvlink_gpus == [] and "nvidia_smi_nvlink" not in case.sources[0].kinds

@@ -23,6 +23,7 @@ from ncclscope.model import (
     IbDevice,
     NcclGraphDump,
     NcclTopologyDump,
+    NvlinkGpu,
     RasReport,
     SmiGpu,
     Source,
@@ -36,6 +37,7 @@ from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
 from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
+from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
 from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
 from ncclscope.parse.split import OTHER_LINES_KEEP, RangePart, merge_logs
 from ncclscope.parse.topo_matrix import TopologyReader
@@ -61,6 +63,7 @@ class ParsedInput:
     graph_dumps: list[NcclGraphDump] = field(default_factory=list)
     ib_devices: list[IbDevice] = field(default_factory=list)
     smi_gpus: list[SmiGpu] = field(default_factory=list)
+    nvlink_gpus: list[NvlinkGpu] = field(default_factory=list)
 
 
 # A line that only says lines were left out where it stands
@@ -103,6 +106,7 @@ class _OtherLines:
         self.ibstat = IbstatReader(display)
         self.ibv_devinfo = IbvDevinfoReader(display)
         self.smi_query = NvidiaSmiQueryReader(display)
+        self.smi_nvlink = NvidiaSmiNvlinkReader(display)
         self.topology_lines = 0
         self.tests_lines = 0
         self.invalid_utf8 = 0
@@ -132,7 +136,10 @@ class _OtherLines:
 
     def _host_report(self, line_no: int, body: str) -> bool:
         """A line of a tool's report about the host (its ports, its GPUs) or of ncclras."""
-        return any(reader.feed(line_no, body) for reader in (self.ibstat, self.ibv_devinfo, self.smi_query, self.ras))
+        return any(
+            reader.feed(line_no, body)
+            for reader in (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.ras)
+        )
 
 
 def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) -> ParsedInput:
@@ -214,6 +221,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLine
     parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version]
     parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
     parsed.smi_gpus = others.smi_query.gpus
+    parsed.nvlink_gpus = others.smi_nvlink.gpus
     parsed.not_kept = dict(others.framework.not_kept)
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
@@ -268,6 +276,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("ibv_devinfo")
     if others.smi_query.gpus:
         source.kinds.append("nvidia_smi_query")
+    if others.smi_nvlink.gpus:
+        source.kinds.append("nvidia_smi_nvlink")
     if stats.binary or stats.damaged or (stats.problems and not stats.lines):
         source.usable = False
     elif stats.bytes == 0:

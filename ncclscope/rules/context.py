@@ -87,7 +87,7 @@ class Context:
             "host_links": lambda: any(d.gpus or d.nets for d in case.topology_dumps),
             "pcie_links": lambda: bool(case.smi_gpus) or any(d.pci for d in case.topology_dumps),
             "host_versions": lambda: bool(case.smi_gpus) or bool(case.ib_devices),
-            "nvlinks": lambda: any(d.gpus for d in case.topology_dumps),
+            "nvlinks": lambda: bool(case.nvlink_gpus) or any(d.gpus for d in case.topology_dumps),
             "ib_ports": lambda: bool(case.ib_devices) or any(d.nets for d in case.topology_dumps),
             "nccl_tests": lambda: bool(case.benchmarks),
             "version": lambda: bool(case.nccl_versions),

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ncclscope.model import Case, Evidence, Finding, NcclTopologyDump, SmiGpu, XmlGpu, XmlPciDevice
+from ncclscope.model import Case, Evidence, Finding, NcclTopologyDump, NvlinkGpu, SmiGpu, XmlGpu, XmlPciDevice
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
+from ncclscope.rules.topo_common import number_ranges
 
 DUMP = "NCCL's topology dump"
 SMI = "nvidia-smi -q"
+NVLINK = "nvidia-smi nvlink -s"
 GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}  # PCIe generation -> transfer rate per lane
 
 
@@ -155,7 +157,8 @@ def _nvlinks(gpu: XmlGpu) -> int:
 def nvlink_down(ctx: Context) -> Iterable[Finding]:
     """A GPU has fewer NVLinks than its peers of the same host (same compute capability), as NCCL's
     topology dump counts them (`<nvlink target count>` per peer GPU or NVSwitch), e.g. 16 where its
-    seven peers have 18, or none where they have some.
+    seven peers have 18, or none where they have some; or, as `nvidia-smi nvlink -s` reports them,
+    fewer active links than its peers (same product), or links at a lower speed than the others.
 
     Why: NVLink bandwidth is the sum of the active links: a GPU with 16 of 18 links gives about 11%
     less, and NCCL sizes its rings and NVLS trees for the host as a whole, so the whole job runs at
@@ -192,4 +195,38 @@ def nvlink_down(ctx: Context) -> Iterable[Finding]:
             yield make_finding(
                 "TOPO008", "error", message, evidence=shown(evidence), evidence_count=len(evidence),
                 hosts=[_host(dump)],
+            )  # fmt: skip
+    yield from _smi_nvlink_down(ctx.case)
+
+
+def _smi_nvlink_down(case: Case) -> Iterable[Finding]:
+    peers: dict[tuple[str, str | None], list[NvlinkGpu]] = defaultdict(list)
+    for gpu in case.nvlink_gpus:
+        peers[gpu.source, gpu.product].append(gpu)
+    for (source, _), group in peers.items():
+        most = max(len(g.active) for g in group)
+        short = [g for g in group if len(g.active) < most]
+        problems: list[tuple[NvlinkGpu, str, list[Evidence]]] = []
+        if short and len(short) * 2 <= len(group) and len(group) > 1:
+            for g in short:
+                down = [link for link in g.links if link.speed is None]
+                which = f" (link{'s' if len(down) != 1 else ''} {number_ranges([d.link for d in down])} inactive)"
+                problems.append((g, f"{len(g.active)} active NVLinks{which if down else ''}", [
+                    e for e in [g.evidence, *(d.evidence for d in down)] if e is not None
+                ]))  # fmt: skip
+        speeds = [link.speed for g in group for link in g.active if link.speed is not None]
+        fastest = max(speeds, default=0.0)
+        for g in group:
+            slow = [link for link in g.active if link.speed is not None and link.speed < fastest]
+            if slow and len(slow) * 2 <= len(speeds):
+                rates = sorted({f"{link.speed:g}" for link in slow})
+                problems.append((g, f"link{'s' if len(slow) != 1 else ''} {number_ranges([x.link for x in slow])} at "
+                                 f"{'/'.join(rates)} GB/s where the others run {fastest:g}", [
+                    e for e in [g.evidence, *(x.evidence for x in slow)] if e is not None
+                ]))  # fmt: skip
+        for g, problem, evidence in problems:
+            others = f", where its {len(group) - len(short)} peers have {most}" if "active" in problem else ""
+            yield make_finding(
+                "TOPO008", "error", f"on {source}: GPU {g.index} has {problem}{others} ({NVLINK})",
+                evidence=shown(evidence), evidence_count=len(evidence), hosts=[source],
             )  # fmt: skip

@@ -102,3 +102,29 @@ def test_a_gpu_below_its_own_width_in_nvidia_smi_q() -> None:
 
 def test_a_healthy_nvidia_smi_q_says_nothing() -> None:
     assert not findings_of("TOPO007", "fixtures/smi/nvidia_smi_q_8x_h100.txt")
+
+
+# ------------------------------------------------------------------------------------------ nvidia-smi nvlink -s
+def test_two_nvlinks_down_in_nvlink_s() -> None:
+    finding = only_finding("TOPO008", "fixtures/smi/nvlink_s_gpu6_two_down.txt")
+    assert "GPU 6 has 16 active NVLinks (links 14-15 inactive), where its 7 peers have 18 (nvidia-smi nvlink -s)" in (
+        finding.message
+    )
+    assert lines(finding) == [116, 131, 132]
+
+
+def test_a_link_at_reduced_speed_in_nvlink_s(tmp_path: Path) -> None:
+    text = (REPO / "fixtures/smi/nvlink_s_8x_h100.txt").read_text()
+    path = tmp_path / "slow.txt"
+    gpu2 = "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-0a7e2a1c-3b2e-4f0d-9a21-6c2de03a47f1)\n"
+    path.write_text(text.replace(gpu2 + "\t Link 0: 26.562", gpu2 + "\t Link 0: 13.281"))
+    finding = only_finding("TOPO008", path)
+    assert "GPU 2 has link 0 at 13.281 GB/s where the others run 26.562" in finding.message
+
+
+def test_healthy_nvlinks_and_a_host_without_nvlink_say_nothing(tmp_path: Path) -> None:
+    assert not findings_of("TOPO008", "fixtures/smi/nvlink_s_8x_h100.txt")
+    text = (REPO / "fixtures/smi/nvlink_s_8x_h100.txt").read_text().replace("26.562 GB/s", "<inactive>")
+    path = tmp_path / "pcie_only.txt"  # a PCIe host: every link of every GPU inactive alike
+    path.write_text(text)
+    assert not findings_of("TOPO008", path)

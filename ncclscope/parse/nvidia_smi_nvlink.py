@@ -1,0 +1,68 @@
+"""`nvidia-smi nvlink -s` output (grammars/nvidia_smi_nvlink.lark): each GPU's NVLinks, with the speed of each
+active link or `<inactive>`. `nvlink -c` capability lines are read too (they say nothing about state).
+
+A GPU line alone is also what `nvidia-smi -L` prints: a GPU is kept only once a link line follows it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from lark import Lark
+from lark.exceptions import LarkError
+
+from ncclscope.grammars import load
+from ncclscope.model import Evidence, NvlinkGpu, NvlinkLink
+
+GPU_RE = re.compile(r"^GPU \d+: .*\(UUID: ")
+LINK_RE = re.compile(r"^Link \d+[:,]")
+
+
+@cache
+def _parser() -> Lark:
+    return load("nvidia_smi_nvlink")
+
+
+class NvidiaSmiNvlinkReader:
+    """Reads the lines of one input that belong to `nvidia-smi nvlink -s` / `-c` output."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.gpus: list[NvlinkGpu] = []
+        self._gpu: NvlinkGpu | None = None
+        self._kept = False  # the current GPU is in self.gpus (a link line came)
+        self.lines = 0
+
+    def feed(self, line_no: int, text: str) -> bool:
+        """True when the line is nvidia-smi nvlink's (then no other reader needs it)."""
+        body = text.strip()
+        is_gpu = GPU_RE.match(body) is not None
+        if not is_gpu and (self._gpu is None or LINK_RE.match(body) is None):
+            self._gpu = None
+            return False
+        try:
+            tree = _parser().parse(body)
+        except LarkError:
+            self._gpu = None
+            return False
+        self.lines += 1
+        evidence = Evidence(source=self.source, line=line_no, text=body)
+        values = [str(child) for child in tree.children]
+        if tree.data == "gpu":
+            self._gpu = NvlinkGpu(
+                source=self.source, index=int(values[0]), product=values[1].strip(), uuid=values[2], evidence=evidence
+            )
+            self._kept = False
+            return True
+        gpu = self._gpu
+        assert gpu is not None
+        if not self._kept:
+            self.gpus.append(gpu)
+            self._kept = True
+        if tree.data == "link":
+            active = not values[1].startswith("<")
+            gpu.links.append(
+                NvlinkLink(link=int(values[0]), speed=float(values[1]) if active else None, evidence=evidence)
+            )
+        return True
