@@ -162,6 +162,7 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
         case.ib_devices.extend(parsed.ib_devices)
         case.smi_gpus.extend(parsed.smi_gpus)
         case.nvlink_gpus.extend(parsed.nvlink_gpus)
+        case.p2p_matrices.extend(parsed.p2p_matrices)
         if parsed.log.coll_calls:
             builder.coll_calls.append((parsed.source.path, parsed.log.coll_calls))
         builder.command_line_settings.extend(parsed.settings)

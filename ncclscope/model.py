@@ -25,6 +25,7 @@ SourceKind = Literal[
     "ibv_devinfo",
     "nvidia_smi_query",
     "nvidia_smi_nvlink",
+    "p2p_matrix",
 ]
 
 
@@ -925,6 +926,20 @@ class NvlinkGpu(BaseModel):
         return [link for link in self.links if link.speed is not None]
 
 
+class P2pMatrix(BaseModel):
+    """One `nvidia-smi topo -p2p` matrix: what the driver allows between each pair of GPUs."""
+
+    source: str
+    capability: Literal["read", "write", "nvlink", "atomics", "prop"] | None = Field(
+        None, description="From the command line before it (`topo -p2p r`); None when the input does not say."
+    )
+    gpus: list[str] = Field(default_factory=list, description="Row names in order: GPU0, GPU1 ...")
+    cells: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="cells[GPUa][GPUb]: X, OK, CNS, GNS, TNS, NS, DR, U."
+    )
+    evidence: dict[str, Evidence] = Field(default_factory=dict, description="Each GPU's row.")
+
+
 class Case(BaseModel):
     """Everything understood from the inputs of one `ncclscope` invocation."""
 
@@ -982,6 +997,9 @@ class Case(BaseModel):
     smi_gpus: list[SmiGpu] = Field(default_factory=list, description="`nvidia-smi -q`: one entry per GPU.")
     nvlink_gpus: list[NvlinkGpu] = Field(
         default_factory=list, description="`nvidia-smi nvlink -s`: each GPU's links and their speeds."
+    )
+    p2p_matrices: list[P2pMatrix] = Field(
+        default_factory=list, description="`nvidia-smi topo -p2p`: P2P allowed or not, per GPU pair."
     )
     coll_calls: list[CollCalls] = Field(default_factory=list, description="COLL lines per rank and communicator.")
     progress: list[GroupProgress] = Field(

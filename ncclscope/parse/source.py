@@ -24,6 +24,7 @@ from ncclscope.model import (
     NcclGraphDump,
     NcclTopologyDump,
     NvlinkGpu,
+    P2pMatrix,
     RasReport,
     SmiGpu,
     Source,
@@ -39,6 +40,7 @@ from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
 from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
+from ncclscope.parse.p2p_matrix import P2pMatrixReader
 from ncclscope.parse.split import OTHER_LINES_KEEP, RangePart, merge_logs
 from ncclscope.parse.topo_matrix import TopologyReader
 from ncclscope.sources import InputFile, ReadStats, iter_blocks, open_binary, read_head
@@ -64,6 +66,7 @@ class ParsedInput:
     ib_devices: list[IbDevice] = field(default_factory=list)
     smi_gpus: list[SmiGpu] = field(default_factory=list)
     nvlink_gpus: list[NvlinkGpu] = field(default_factory=list)
+    p2p_matrices: list[P2pMatrix] = field(default_factory=list)
 
 
 # A line that only says lines were left out where it stands
@@ -107,6 +110,7 @@ class _OtherLines:
         self.ibv_devinfo = IbvDevinfoReader(display)
         self.smi_query = NvidiaSmiQueryReader(display)
         self.smi_nvlink = NvidiaSmiNvlinkReader(display)
+        self.p2p = P2pMatrixReader(display)
         self.topology_lines = 0
         self.tests_lines = 0
         self.invalid_utf8 = 0
@@ -138,7 +142,7 @@ class _OtherLines:
         """A line of a tool's report about the host (its ports, its GPUs) or of ncclras."""
         return any(
             reader.feed(line_no, body)
-            for reader in (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.ras)
+            for reader in (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.ras)
         )
 
 
@@ -222,6 +226,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLine
     parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
     parsed.smi_gpus = others.smi_query.gpus
     parsed.nvlink_gpus = others.smi_nvlink.gpus
+    parsed.p2p_matrices = others.p2p.matrices
     parsed.not_kept = dict(others.framework.not_kept)
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
@@ -278,6 +283,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("nvidia_smi_query")
     if others.smi_nvlink.gpus:
         source.kinds.append("nvidia_smi_nvlink")
+    if others.p2p.matrices:
+        source.kinds.append("p2p_matrix")
     if stats.binary or stats.damaged or (stats.problems and not stats.lines):
         source.usable = False
     elif stats.bytes == 0:

@@ -22,6 +22,7 @@ from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrat
     topo,
     topo_links,
     topo_log,
+    topo_views,
     version,
 )
 from ncclscope.rules.registry import REGISTRY, Rule

@@ -39,6 +39,8 @@ NEEDS: dict[str, str] = {
     " `nvidia-smi nvlink -s` (NVLinks) and `ibstat` (ports)",
     "pcie_links": "the GPUs' PCIe links: `nvidia-smi -q` from each host, or NCCL's topology dump",
     "nvlinks": "the GPUs' NVLinks: `nvidia-smi nvlink -s` from each host, or NCCL's topology dump",
+    "host_views": "NCCL's view and the host's side by side: NCCL's topology dump with `nvidia-smi topo -m`,"
+    " or an NCCL log with `nvidia-smi topo -p2p r`, from the same host",
     "host_versions": "the hosts' own reports of their versions: `nvidia-smi -q` and `ibstat` from each host",
     "ib_ports": "the hosts' own reports of their ports: `ibstat` from each host, or NCCL's topology dump"
     " (NCCL_TOPO_DUMP_FILE=topo-%h.xml)",
@@ -86,6 +88,9 @@ class Context:
             "topology": lambda: bool(case.topologies),
             "host_links": lambda: any(d.gpus or d.nets for d in case.topology_dumps),
             "pcie_links": lambda: bool(case.smi_gpus) or any(d.pci for d in case.topology_dumps),
+            "host_views": lambda: (
+                bool(case.topology_dumps and case.topologies) or bool(case.p2p_matrices and case.edges)
+            ),
             "host_versions": lambda: bool(case.smi_gpus) or bool(case.ib_devices),
             "nvlinks": lambda: bool(case.nvlink_gpus) or any(d.gpus for d in case.topology_dumps),
             "ib_ports": lambda: bool(case.ib_devices) or any(d.nets for d in case.topology_dumps),

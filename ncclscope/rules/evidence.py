@@ -15,6 +15,7 @@ SAME_INPUT = {
     "pcie_links": "host_links",
     "nvlinks": "host_links",
     "host_versions": "host_links",
+    "host_views": "host_links",
 }
 # Without any NCCL log, the log rules have nothing to look at; say so once, plainly.
 ORDER = [

@@ -55,13 +55,13 @@ def shm_instead_of_p2p(ctx: Context) -> Iterable[Finding]:
     sjeaugey in NVIDIA/nccl#766 and NVIDIA/nccl#1086 (GeForce P2P); NVIDIA/nccl#304 and #606 (ACS)
     """
     case = ctx.case
-    buses = _bus_to_device(case)
+    buses = bus_to_device(case)
     topo = case.topologies[0] if len(case.topologies) == 1 else None
     per_host: dict[str, _HostShm] = defaultdict(_HostShm)
     for edge in case.edges:
         if not edge.transport.upper().startswith("SHM"):
             continue
-        src, dst = _edge_devices(edge, buses)
+        src, dst = edge_devices(edge, buses)
         if src is not None and src == dst:
             continue  # two ranks on one GPU: not a pair of GPUs
         per_host[edge.host or ""].add(edge, src, dst, topo)
@@ -164,7 +164,7 @@ def _p2p_refusals(case: Case) -> dict[str, list[P2pReport]]:
     return out
 
 
-def _bus_to_device(case: Case) -> dict[tuple[str, str], int]:
+def bus_to_device(case: Case) -> dict[tuple[str, str], int]:
     """(host, busId) -> GPU index, from the communicator init lines.
 
     The NVML index (nvmlDev) where printed: it is the numbering of `nvidia-smi topo -m`, while the
@@ -179,7 +179,7 @@ def _bus_to_device(case: Case) -> dict[tuple[str, str], int]:
     return out
 
 
-def _edge_devices(edge: Connection, buses: dict[tuple[str, str], int]) -> tuple[int | str | None, int | str | None]:
+def edge_devices(edge: Connection, buses: dict[tuple[str, str], int]) -> tuple[int | str | None, int | str | None]:
     """The devices in `a[x] -> b[y]`: a device number (2.4 SHM, nvmlDev from 2.18.3) or a busId (2.5-2.18.1)."""
     if edge.from_dev is None or edge.to_dev is None:
         return None, None
