@@ -86,7 +86,7 @@ def test_a_gpu_without_any_nvlink_among_nvlinked_peers(tmp_path: Path) -> None:
 
 def test_without_a_topology_dump_evd001_names_the_rules_and_the_setting() -> None:
     done = run_cli("analyze", "--format", "json", "fixtures/nccl/v2_26_socket_fallback.log")
-    assert b"NET008, TOPO007, TOPO008, VER002" in done.stdout and b"NCCL_TOPO_DUMP_FILE" in done.stdout
+    assert b"NET008, TOPO007, TOPO008, TOPO009, VER002" in done.stdout and b"NCCL_TOPO_DUMP_FILE" in done.stdout
     assert b"`nvidia-smi nvlink -s` (NVLinks) and `ibstat` (ports)" in done.stdout
     judged = run_cli("analyze", "--format", "json", HEALTHY).stdout  # the dump's nets answer NET008 too
     assert b"TOPO007" not in judged and b"NET008" not in judged
