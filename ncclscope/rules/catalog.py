@@ -9,6 +9,7 @@ from ncclscope.rules import (  # noqa: F401  (imported for their @rule registrat
     env,
     evidence,
     gdr,
+    graph_speed,
     hang,
     host_versions,
     net,

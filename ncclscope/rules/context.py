@@ -83,7 +83,7 @@ class Context:
             # a log shows the settings NCCL read (none: nothing set); without one, a command line may
             "settings": lambda: bool(case.env) or any("nccl_log" in s.kinds for s in case.sources),
             "transports": lambda: case.connections.total > 0 or bool(case.p2p),
-            "graph": lambda: bool(self.families & GRAPH_FAMILIES),
+            "graph": lambda: bool(self.families & GRAPH_FAMILIES) or bool(case.graph_dumps),
             "tuning": lambda: bool(self.families & TUNING_FAMILIES),
             "topology": lambda: bool(case.topologies),
             "host_links": lambda: any(d.gpus or d.nets for d in case.topology_dumps),
