@@ -22,7 +22,7 @@ import pytest
 
 from ncclscope.reading import read_case
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, REPO, run_cli
 
 CAPTURED = FIXTURES / "runner" / "torch_bench_gloo_2ranks.txt"
 NCCL_LOG_LINES = [  # written from formats.md A.1 (INFO and WARN prefixes)
@@ -105,8 +105,11 @@ def test_the_manifest_records_commands_statuses_environment_and_captures(finishe
     assert record["env_set"]["NCCL_DEBUG_SUBSYS"] == "INIT,ENV,GRAPH,NET,TUNING"
     assert record["env_set"]["NCCL_DEBUG_FILE"] == f"{run_dir.resolve()}/nccl.%h.%p.log"
     assert record["versions"]["nccl"] == "2.21.5"
-    nvidia = {c["name"]: c["status"] for c in record["captures"]}
-    assert set(nvidia) == {"nvidia-smi topo -m", "nvidia-smi -q"}  # missing here, captured on a GPU host
+    tools = {c["name"]: c["status"] for c in record["captures"]}
+    assert set(tools) == {  # missing here (no GPU, no InfiniBand), captured on a GPU host
+        "nvidia-smi topo -m", "nvidia-smi -q", "nvidia-smi nvlink -s", "nvidia-smi topo -p2p r", "ibstat"
+    }  # fmt: skip
+    assert record["env_set"]["NCCL_GRAPH_DUMP_FILE"] == f"{run_dir.resolve()}/nccl-graph.xml"
 
 
 def test_the_tables_of_a_run_parse_as_their_collectives(finished_run) -> None:  # type: ignore[no-untyped-def]
@@ -299,3 +302,46 @@ def test_dry_run_of_a_torchrun_multi_host_run_says_to_start_it_on_every_host(tmp
     assert "start this same command on every host of --hosts; they meet at a:29500" in done.stderr.decode()
     (command,) = [line for line in done.stdout.decode().splitlines() if "torch.distributed.run" in line]
     assert "--nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint a:29500" in command
+
+
+def test_the_hosts_own_reports_are_captured_and_read_back(tmp_path: Path) -> None:
+    """nvidia-smi and ibstat stand-ins on PATH (a GPU host's tools cannot run here) print fixtures; the run
+    keeps each report in its file, and the analysis of the run reads them (TOPO007, TOPO008, NET008)."""
+    stand_in(tmp_path / "nt", "all_reduce")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    answers = {
+        "-q": "fixtures/smi/nvidia_smi_q_gpu3_x8.txt",
+        "nvlink -s": "fixtures/smi/nvlink_s_gpu6_two_down.txt",
+        "topo -m": "fixtures/topo/h100_8gpu_nic_legend_tabs.txt",
+        "topo -p2p r": "fixtures/smi/topo_p2p_r_8x_l40s_two_sockets.txt",
+    }
+    cases = "".join(f'  "{args}") cat "{REPO / path}" ;;\n' for args, path in answers.items())
+    listing = "".join(f"echo 'GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i})'; " for i in range(2))
+    script = f'#!/bin/sh\ncase "$*" in\n{cases}  "-L") {listing};;\n  *) exit 1 ;;\nesac\n'
+    (tools / "nvidia-smi").write_text(script)
+    (tools / "ibstat").write_text(f'#!/bin/sh\ncat "{REPO / "fixtures/ib/ibstat_port_down_and_slow.txt"}"\n')
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tools}:{os.environ['PATH']}", COLUMNS="160", NO_COLOR="1")
+    argv = [sys.executable, "-m", "ncclscope", "run", "--backend", "nccl-tests", "--nccl-tests-dir"]
+    argv += [str(tmp_path / "nt"), "all_reduce", "-g", "2", "-e", "1M", "--out", "run"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=120, check=False)
+    run_dir = tmp_path / "run"
+    record = manifest(run_dir)
+    assert {c["name"]: (c["status"], c["file"]) for c in record["captures"]} == {
+        "nvidia-smi topo -m": ("captured", "topo.txt"),
+        "nvidia-smi -q": ("captured", "nvidia-smi-q.txt"),
+        "nvidia-smi nvlink -s": ("captured", "nvlink.txt"),
+        "nvidia-smi topo -p2p r": ("captured", "p2p.txt"),
+        "ibstat": ("captured", "ibstat.txt"),
+    }, done.stderr.decode()
+    assert {"topo.txt", "nvidia-smi-q.txt", "nvlink.txt", "p2p.txt", "ibstat.txt"} <= set(record["inputs"])
+    assert record["versions"]["driver"] == "550.90.07"
+    assert (run_dir / "p2p.txt").read_text().startswith("# nvidia-smi topo -p2p r\n")
+    findings = json.loads((run_dir / "findings.json").read_text(encoding="utf-8"))
+    codes = {f["code"] for f in findings["findings"]}
+    assert {"TOPO007", "TOPO008", "NET008"} <= codes
+    case = findings["case"]
+    assert len(case["smi_gpus"]) == 8 and len(case["nvlink_gpus"]) == 8 and len(case["ib_devices"]) == 8
+    assert case["p2p_matrices"][0]["capability"] == "read"

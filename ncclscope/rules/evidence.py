@@ -71,9 +71,11 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
                 " topology dump)"
             )
             fix = (
-                "Run `ncclscope run` on a GPU host: NCCL writes its log and topology dump and nvidia-smi its"
-                " matrix into the run."
+                "Run `ncclscope run` on a GPU host: NCCL writes its log and topology and graph dumps, and"
+                " nvidia-smi and ibstat their reports, into the run."
             )
+        if need == "host_links" and ctx.case.run is not None:
+            message += _run_reports(ctx)
         yield make_finding("EVD001", "info", message, fix=fix)
     for item in ctx.not_judged:
         yield make_finding(
@@ -103,3 +105,24 @@ def _gloo_run(ctx: Context) -> bool:
     """An `ncclscope run` directory whose benchmark ran on CPU processes only."""
     runs = ctx.case.benchmarks
     return ctx.case.run is not None and bool(runs) and all(cpu_run(r) for r in runs)
+
+
+def _run_reports(ctx: Context) -> str:
+    """What the run could not capture about its host, and what each report would have added."""
+    from ncclscope.runner.capture import HOST_REPORTS  # the runner's own list of what it asks for
+
+    run = ctx.case.run
+    assert run is not None
+    adds = {report.name: report.adds for report in HOST_REPORTS}
+    absent = [
+        f"{c.name} {c.status} ({c.detail}): {adds[c.name]}" if c.detail else f"{c.name} {c.status}: {adds[c.name]}"
+        for c in run.captures
+        if c.status != "captured" and c.name in adds
+    ]
+    dumps = {s.path.rsplit("/", 1)[-1] for s in ctx.case.sources if "topology_xml" in s.kinds or "graph_xml" in s.kinds}
+    if not dumps:
+        absent.append(
+            "NCCL's topology and graph dumps absent (no NCCL ran): what NCCL detected and chose "
+            "(TOPO007-TOPO009, NET008, CH002)"
+        )
+    return "; the run recorded " + "; ".join(absent) if absent else ""

@@ -1,6 +1,9 @@
-"""What the machine says about itself: GPU count, `nvidia-smi topo -m`, driver/CUDA/NCCL versions.
+"""What the machine says about itself: GPU count, its own reports of its GPUs, links and ports
+(`nvidia-smi topo -m`, `-q`, `nvlink -s`, `topo -p2p r`, `ibstat`), driver/CUDA/NCCL versions.
 
-A missing tool is recorded as missing, never an error: a CPU-only machine has no nvidia-smi.
+A missing tool is recorded as missing, never an error: a CPU-only machine has no nvidia-smi, a host
+without InfiniBand no ibstat. Each report says what it adds, so that an analysis of the run can say
+what a missing one would have told (EVD001).
 """
 
 from __future__ import annotations
@@ -11,11 +14,35 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from ncclscope.model import RunCapture
 
 TOOL_TIMEOUT_S = 60
-GPU_FACTS = ("Attached GPUs", "Driver Version", "CUDA Version", "Product Name", "Bus Id", "GPU 0")
+
+
+class HostReport(NamedTuple):
+    """A report the runner asks the machine for, the file it goes to, and what it adds to a diagnosis."""
+
+    name: str
+    argv: list[str]
+    file: str
+    adds: str
+
+
+HOST_REPORTS = (
+    HostReport("nvidia-smi topo -m", ["nvidia-smi", "topo", "-m"], "topo.txt",
+               "the GPU and NIC paths (TOPO001-TOPO003, TOPO009)"),
+    HostReport("nvidia-smi -q", ["nvidia-smi", "-q"], "nvidia-smi-q.txt",
+               "each GPU's PCIe link, driver and VBIOS (TOPO007, VER002)"),
+    HostReport("nvidia-smi nvlink -s", ["nvidia-smi", "nvlink", "-s"], "nvlink.txt",
+               "each NVLink's state and speed (TOPO008)"),
+    HostReport("nvidia-smi topo -p2p r", ["nvidia-smi", "topo", "-p2p", "r"], "p2p.txt",
+               "the GPU pairs the driver allows P2P between (TOPO009)"),
+    HostReport("ibstat", ["ibstat"], "ibstat.txt",
+               "each InfiniBand port's state and rate, and NIC firmware (NET008, VER002)"),
+)  # fmt: skip
+
 NCCL_VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 NCCL_LIBRARY_RE = re.compile(r"nccl-library=(\d+)")
 
@@ -40,25 +67,25 @@ def gpu_count(torch_available: bool) -> int:
 
 
 def capture_machine(run_dir: Path) -> tuple[list[RunCapture], dict[str, str]]:
-    """topo.txt and gpus.txt when nvidia-smi exists; the driver and CUDA versions it reports."""
+    """Each host report where its tool exists (recorded as missing or failed otherwise); the driver and
+    CUDA versions `nvidia-smi -q` gives."""
     captures: list[RunCapture] = []
     versions: dict[str, str] = {}
-    for name, argv, target in (
-        ("nvidia-smi topo -m", ["nvidia-smi", "topo", "-m"], "topo.txt"),
-        ("nvidia-smi -q", ["nvidia-smi", "-q"], "gpus.txt"),
-    ):
+    for report in HOST_REPORTS:
+        name, argv, target = report.name, report.argv, report.file
         if not shutil.which(argv[0]):
-            captures.append(RunCapture(name=name, command=argv, status="missing", detail="nvidia-smi not on PATH"))
+            captures.append(RunCapture(name=name, command=argv, status="missing", detail=f"{argv[0]} not on PATH"))
             continue
         done = _run(argv)
         if done is None or done.returncode != 0:
             detail = (done.stderr or done.stdout).strip()[:200] if done else "did not answer"
             captures.append(RunCapture(name=name, command=argv, status="failed", detail=detail))
             continue
-        text = done.stdout if target == "topo.txt" else gpu_basics(done.stdout)
+        # topo -p2p does not say which capability it shows: the command line in the file does
+        text = f"# {' '.join(argv)}\n{done.stdout}" if target == "p2p.txt" else done.stdout
         (run_dir / target).write_text(text, encoding="utf-8")
         captures.append(RunCapture(name=name, command=argv, status="captured", file=target))
-        if target == "gpus.txt":
+        if name == "nvidia-smi -q":
             versions.update(driver_versions(text))
     try:
         versions["torch"] = importlib.metadata.version("torch")
@@ -67,15 +94,10 @@ def capture_machine(run_dir: Path) -> tuple[list[RunCapture], dict[str, str]]:
     return captures, versions
 
 
-def gpu_basics(query: str) -> str:
-    """The few lines of `nvidia-smi -q` a diagnosis needs: versions, GPU names and bus ids."""
-    kept = [line.rstrip() for line in query.splitlines() if line.strip().startswith(GPU_FACTS)]
-    return "\n".join(kept) + "\n"
-
-
-def driver_versions(basics: str) -> dict[str, str]:
+def driver_versions(query: str) -> dict[str, str]:
+    """Driver and CUDA versions from the header of `nvidia-smi -q`."""
     versions: dict[str, str] = {}
-    for line in basics.splitlines():
+    for line in query.splitlines():
         key, _, value = line.partition(":")
         if key.strip() == "Driver Version":
             versions["driver"] = value.strip()

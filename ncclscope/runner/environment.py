@@ -15,6 +15,7 @@ from pathlib import Path
 DEBUG_FILE_PATTERN = "nccl.%h.%p.log"
 DEBUG_FILE_GLOB = "nccl.*.log"
 TOPO_DUMP_NAME = "nccl-topo.xml"
+GRAPH_DUMP_NAME = "nccl-graph.xml"
 RECORDED_PREFIXES = ("NCCL_", "CUDA_", "FI_", "UCX_")
 
 
@@ -44,6 +45,7 @@ def debug_environment(run_dir: Path, user_env: Mapping[str, str]) -> RunEnvironm
         "NCCL_DEBUG_TIMESTAMP_LEVELS": "WARN,INFO",
         "NCCL_DEBUG_FILE": str(run_dir.resolve() / DEBUG_FILE_PATTERN),
         "NCCL_TOPO_DUMP_FILE": str(run_dir.resolve() / TOPO_DUMP_NAME),
+        "NCCL_GRAPH_DUMP_FILE": str(run_dir.resolve() / GRAPH_DUMP_NAME),
     }
     return RunEnvironment(wanted, {name: user_env[name] for name in wanted if name in user_env})
 

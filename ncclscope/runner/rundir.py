@@ -4,9 +4,11 @@
     <collective>.stdout.txt    one stdout and one stderr file per collective
     <collective>.stderr.txt
     nccl.<host>.<pid>.log      NCCL_DEBUG_FILE of every process
-    nccl-topo.xml              NCCL_TOPO_DUMP_FILE (rank 0)
+    nccl-topo.xml              NCCL_TOPO_DUMP_FILE (what NCCL detected; written by rank 0 only)
+    nccl-graph.xml             NCCL_GRAPH_DUMP_FILE (the channels NCCL chose; rank 0)
     env.txt                    NCCL_*, CUDA_*, FI_*, UCX_* as the collectives saw them
-    topo.txt, gpus.txt         nvidia-smi topo -m and nvidia-smi -q basics, when nvidia-smi exists
+    topo.txt, nvidia-smi-q.txt, nvlink.txt, p2p.txt, ibstat.txt
+                               the machine's own reports (capture.HOST_REPORTS), where its tools exist
     report.html, findings.json the analysis, at the end
 
 The manifest lists the evidence files (`inputs`) so that reading the directory later
@@ -21,10 +23,11 @@ import tempfile
 from pathlib import Path
 
 from ncclscope.model import RunRecord
-from ncclscope.runner.environment import DEBUG_FILE_GLOB, TOPO_DUMP_NAME
+from ncclscope.runner.capture import HOST_REPORTS
+from ncclscope.runner.environment import DEBUG_FILE_GLOB, GRAPH_DUMP_NAME, TOPO_DUMP_NAME
 from ncclscope.sources import RUN_MANIFEST
 
-EVIDENCE_CAPTURES = ("topo.txt",)  # the captures the parsers read; gpus.txt and env.txt are for people
+EVIDENCE_CAPTURES = tuple(report.file for report in HOST_REPORTS)  # the parsers read them; env.txt is for people
 
 
 def now() -> str:
@@ -58,7 +61,7 @@ def evidence_inputs(run_dir: Path, record: RunRecord) -> list[str]:
     names = [name for step in record.steps for name in (step.stdout, step.stderr) if name]
     names += nccl_logs(run_dir)
     names += [c.file for c in record.captures if c.file in EVIDENCE_CAPTURES]
-    names.append(TOPO_DUMP_NAME)  # what NCCL detected (parse/nccl_xml.py), when rank 0 wrote it
+    names += [TOPO_DUMP_NAME, GRAPH_DUMP_NAME]  # what NCCL detected and chose (parse/nccl_xml.py), when written
     return [name for name in names if _holds_something(run_dir / name)]
 
 

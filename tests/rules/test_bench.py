@@ -249,15 +249,26 @@ def test_a_gloo_run_with_wrong_results_is_still_an_error(tmp_path):
 
 
 def test_a_gloo_run_directory_says_why_it_has_no_nccl_log(tmp_path):
-    from ncclscope.model import RunRecord
+    from ncclscope.model import RunCapture, RunRecord
+    from ncclscope.runner.capture import HOST_REPORTS
 
     (tmp_path / "all_reduce.stdout.txt").write_text((REPO / GLOO_RUN).read_text())
-    manifest = RunRecord(backend="torch", inputs=["all_reduce.stdout.txt"])
+    missing = [  # what the runner records on a machine without GPUs or InfiniBand
+        RunCapture(name=r.name, command=r.argv, status="missing", detail=f"{r.argv[0]} not on PATH")
+        for r in HOST_REPORTS
+    ]
+    manifest = RunRecord(backend="torch", inputs=["all_reduce.stdout.txt"], captures=missing)
     (tmp_path / "manifest.json").write_text(manifest.model_dump_json())
     messages = [f.message for f in analysis_of(tmp_path).findings if f.code == "EVD001"]
     assert len(messages) == 3  # the NCCL log, the topology matrix, the hosts' reports of their links
     assert all("gloo between CPU processes" in m for m in messages)
-    assert any("NET008, TOPO007, TOPO008" in m and "the hosts' own reports of their links" in m for m in messages)
+    (links,) = [m for m in messages if "the hosts' own reports of their links" in m]
+    assert "NET008, TOPO007, TOPO008, TOPO009, VER002" in links
+    # each report the run could not capture, and what it would add
+    assert "nvidia-smi -q missing (nvidia-smi not on PATH): each GPU's PCIe link, driver and VBIOS" in links
+    assert "nvidia-smi nvlink -s missing (nvidia-smi not on PATH): each NVLink's state and speed (TOPO008)" in links
+    assert "ibstat missing (ibstat not on PATH): each InfiniBand port's state and rate, and NIC firmware" in links
+    assert "NCCL's topology and graph dumps absent (no NCCL ran)" in links
 
 
 def test_a_lost_device_line_does_not_make_a_second_host(tmp_path) -> None:  # type: ignore[no-untyped-def]
