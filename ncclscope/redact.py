@@ -52,6 +52,9 @@ IPV6_CANDIDATE_RE = re.compile(r"(?<![\w:.])[0-9A-Fa-f:]*:[0-9A-Fa-f:]*(?:%[\w.]
 GUID_COLON_RE = re.compile(r"(?<![\w:])(?:0x)?[0-9A-Fa-f]{4}(?::[0-9A-Fa-f]{4}){3}(?![\w:])")
 GUID_CONTEXT_RE = re.compile(r"(?i)(guid\W{0,3}(?:\w+\W{1,3})?)((?:0x)?[0-9a-f]{16})\b")
 # NCCL's topology XML: a hash of the host's name (and boot id), the same on every rank of the host
+# nvidia-smi: a GPU's UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx; MIG-... for an instance) and the board serial
+GPU_UUID_RE = re.compile(r"\b(?:GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
+SERIAL_RE = re.compile(r"(Serial Number\s*:\s*)(\S+)")
 HOST_HASH_RE = re.compile(r'(\bhost_hash=")([^"]+)(")')
 HOME_RE = re.compile(r"(/home/|/Users/)([^/\s\"':,;]+)")
 USER_ASSIGN_RE = re.compile(r"\b(USER|LOGNAME|USERNAME)=([^\s\"',;]+)")
@@ -61,7 +64,7 @@ POD_RE = re.compile(
     rf"(?<![\w-])(?:[a-z0-9][a-z0-9-]*-{UUID}(?:-[a-z]+-\d+)?"  # job-<uuid>-worker-0
     r"|[a-z][a-z0-9-]*-(?=[a-z0-9]{0,9}\d)[a-z0-9]{8,10}-[bcdfghjklmnpqrstvwxz2456789]{5})(?![\w-])"
 )
-PSEUDONYM_RE = re.compile(r"^(?:host|ip|ipv6|mac|guid|user|container|pod)-\d{2,}$")
+PSEUDONYM_RE = re.compile(r"^(?:host|ip|ipv6|mac|guid|user|container|pod|uuid|serial)-\d{2,}$")
 
 
 class Redactor:
@@ -155,6 +158,12 @@ class Redactor:
         if "uid" in line or "UID" in line:
             line = GUID_CONTEXT_RE.sub(
                 lambda m: m.group(1) + self.pseudonym("guid", m.group(2).lower().removeprefix("0x")), line
+            )
+        if "GPU-" in line or "MIG-" in line:
+            line = GPU_UUID_RE.sub(lambda m: self.pseudonym("uuid", m.group(0).lower()), line)
+        if "Serial Number" in line:
+            line = SERIAL_RE.sub(
+                lambda m: m.group(0) if m.group(2) == "N/A" else m.group(1) + self.pseudonym("serial", m.group(2)), line
             )
         if "host_hash" in line:
             line = HOST_HASH_RE.sub(lambda m: m.group(1) + self.pseudonym("host", m.group(2)) + m.group(3), line)

@@ -131,12 +131,25 @@ def test_what_the_diagnosis_needs_is_kept() -> None:
         ('  <cpu host_hash="0x9d3c5a27e81f4b06" numaid="0">', "9d3c5a27e81f4b06", 'host_hash="host-01"'),
         ('<net name="mlx5_0" dev="0" guid="0x946dae03007c1a30" gdr="1"/>', "946dae03007c1a30", 'guid="guid-01"'),
         ("pod job-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0-worker-3 ready", "0b1c2d3e", "pod-01"),
+        ("    Serial Number                         : 1654922006233", "1654922006233", ": serial-01"),
+        ("    GPU UUID : GPU-0a7e0a1c-3b2e-4f0d-9a01-6c2de01847f1", "0a7e0a1c", ": uuid-01"),
+        (
+            "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0a7e0a1c-3b2e-4f0d-9a01-6c2de01847f1)",
+            "6c2de01847f1",
+            "(UUID: uuid-01)",
+        ),
+        ("\tnode_guid:\t\t\ta088:c203:00c4:1e50", "a088:c203", "guid-01"),
     ],
 )
 def test_addresses_ids_and_users_get_pseudonyms(text: str, gone: str, pseudonym: str) -> None:
     out = Redactor().redact_line(text)
     assert gone not in out
     assert pseudonym in out
+
+
+def test_a_serial_nvidia_smi_does_not_know_stays_as_it_is() -> None:
+    line = "    Serial Number                         : N/A"
+    assert Redactor().redact_line(line) == line
 
 
 @pytest.mark.parametrize(
