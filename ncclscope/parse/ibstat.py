@@ -9,9 +9,8 @@ support engineer collects them).
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from lark import Lark, Tree
+from lark import Tree
 from lark.exceptions import LarkError
 
 from ncclscope.grammars import load
@@ -22,11 +21,6 @@ FIELD_RE = re.compile(
     r"^(?:CA type:|Number of ports:|Firmware version:|Hardware version:|Node GUID:|System image GUID:|Port \d+:"
     r"|Port GUID:|State:|Physical state:|Rate:|Base lid:|LMC:|SM lid:|Capability mask:|Link layer:)"
 )
-
-
-@cache
-def _parser() -> Lark:
-    return load("ibstat")
 
 
 class IbstatReader:
@@ -48,7 +42,7 @@ class IbstatReader:
             self._device = self._port = None  # a block ends at the first line that is not ibstat's
             return False
         try:
-            tree = _parser().parse(body)
+            tree = load("ibstat").parse(body)
         except LarkError:
             return False
         self.lines += 1

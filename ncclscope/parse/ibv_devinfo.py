@@ -8,9 +8,8 @@ A block starts at `hca_id:` and goes on while lines are ibv_devinfo's; the first
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from lark import Lark, Tree
+from lark import Tree
 from lark.exceptions import LarkError
 
 from ncclscope.grammars import load
@@ -30,11 +29,6 @@ PHYSICAL = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraini
 # active_speed codes (IBTA PortInfo LinkSpeedActive/Extended, as libibverbs numbers them) -> Gb/s per
 # lane, for an rdma-core too old to name the speed ("invalid speed (128)" for NDR).
 LANE_GBPS = {1: 2.5, 2: 5.0, 4: 10.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0, 256: 200.0}
-
-
-@cache
-def _parser() -> Lark:
-    return load("ibv_devinfo")
 
 
 def _code(token: object) -> int:
@@ -60,7 +54,7 @@ class IbvDevinfoReader:
         if START_RE.match(body) is None and self._device is None:
             return False
         try:
-            tree = _parser().parse(body)
+            tree = load("ibv_devinfo").parse(body)
         except LarkError:
             tree = None
         if tree is None or (tree.data not in KEPT and tree.data != "hca" and not INDENTED_RE.match(text)):

@@ -7,9 +7,7 @@ A GPU line alone is also what `nvidia-smi -L` prints: a GPU is kept only once a 
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from lark import Lark
 from lark.exceptions import LarkError
 
 from ncclscope.grammars import load
@@ -17,11 +15,6 @@ from ncclscope.model import Evidence, NvlinkGpu, NvlinkLink
 
 GPU_RE = re.compile(r"^GPU \d+: .*\(UUID: ")
 LINK_RE = re.compile(r"^Link \d+[:,]")
-
-
-@cache
-def _parser() -> Lark:
-    return load("nvidia_smi_nvlink")
 
 
 class NvidiaSmiNvlinkReader:
@@ -42,7 +35,7 @@ class NvidiaSmiNvlinkReader:
             self._gpu = None
             return False
         try:
-            tree = _parser().parse(body)
+            tree = load("nvidia_smi_nvlink").parse(body)
         except LarkError:
             self._gpu = None
             return False

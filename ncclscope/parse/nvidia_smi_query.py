@@ -11,9 +11,7 @@ section last opened, which is the one that counts here.
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from lark import Lark
 from lark.exceptions import LarkError
 
 from ncclscope.grammars import load
@@ -36,11 +34,6 @@ KNOWN_SECTIONS = frozenset({
     "Texture Memory", "Texture Shared", "CBU", "Total",
 })  # fmt: skip
 YES = {"Yes": True, "No": False}
-
-
-@cache
-def _parser() -> Lark:
-    return load("nvidia_smi_query")
 
 
 def bus_id(text: str) -> str:
@@ -85,7 +78,7 @@ class NvidiaSmiQueryReader:
         elif not self._active:
             return False
         try:
-            tree = _parser().parse(body)
+            tree = load("nvidia_smi_query").parse(body)
         except LarkError:
             self._active = False
             return False

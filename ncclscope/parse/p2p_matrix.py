@@ -9,9 +9,7 @@ nvidia-smi prints them.
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from lark import Lark
 from lark.exceptions import LarkError
 
 from ncclscope.grammars import load
@@ -21,11 +19,6 @@ ROW_RE = re.compile(r"^GPU\d+(\s+(X|OK|CNS|GNS|TNS|NS|DR|U))+\s*$")
 LEGEND_RE = re.compile(r"^(X|OK|CNS|GNS|TNS|NS|DR|U)\s+=\s")
 COMMAND_RE = re.compile(r"nvidia-smi\s+topo\s+--?p2p\s+([rwnap])\b")
 CAPABILITY = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics", "p": "prop"}
-
-
-@cache
-def _parser() -> Lark:
-    return load("p2p_matrix")
 
 
 class P2pMatrixReader:
@@ -52,7 +45,7 @@ class P2pMatrixReader:
                 self._matrix = None  # a matrix ends at the first other line (but not at its legend)
             return False
         try:
-            tree = _parser().parse(body)
+            tree = load("p2p_matrix").parse(body)
         except LarkError:
             return False
         self.lines += 1
