@@ -10,6 +10,7 @@ import pytest
 
 from ncclscope.model import NcclTopologyDump
 from ncclscope.parse.nccl_xml import MAX_DEPTH, XmlRefused, looks_like, read_xml
+from ncclscope.sources import SNIFF_BYTES
 
 from conftest import REPO, run_cli
 
@@ -110,8 +111,8 @@ def test_deep_nesting_and_huge_files_are_refused(tmp_path: Path) -> None:
     deep = b'<system version="1">' + b"<pci>" * (MAX_DEPTH * 4) + b"</pci>" * (MAX_DEPTH * 4) + b"</system>"
     assert f"nested more than {MAX_DEPTH} levels deep" in refused(tmp_path, "deep.xml", deep)
     with (tmp_path / "huge.xml").open("wb") as out:
-        out.write(b'<system version="1">\n')
-        out.truncate(17 * 1024 * 1024)  # sparse: 17 MiB without writing them
+        out.write(b'<system version="1">\n' + b"  " * SNIFF_BYTES + b"\n")  # text where the input is sniffed
+        out.truncate(17 * 1024 * 1024)  # then sparse: 17 MiB without writing them
     assert "larger than 16 MiB: not read" in refused(tmp_path, "huge.xml", (tmp_path / "huge.xml").read_bytes())
 
 
@@ -139,3 +140,10 @@ def test_a_directory_with_the_dumps_and_a_log_reads_all(tmp_path: Path) -> None:
     (tmp_path / "graph.xml").write_bytes(GRAPH.read_bytes())
     case = parsed(tmp_path)
     assert sorted(k for s in case["sources"] for k in s["kinds"]) == ["graph_xml", "topology_xml"]
+
+
+def test_an_xml_dump_with_nul_bytes_is_binary_and_refused_whole(tmp_path: Path) -> None:
+    # as every text input: NUL bytes where the input is sniffed make it binary, refused in one line
+    lines = (REPO / "fixtures/xml/cloud_vm_topo_file.xml").read_bytes().split(b"\n")
+    lines[4] = b"\x00" + lines[4]
+    assert "binary data (NUL bytes), not a text log; skipped" in refused(tmp_path, "nul.xml", b"\n".join(lines))

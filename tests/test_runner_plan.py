@@ -133,6 +133,7 @@ def test_the_run_sets_every_debug_variable_the_rules_need(tmp_path: Path) -> Non
         "NCCL_DEBUG_TIMESTAMP_LEVELS": "WARN,INFO",
         "NCCL_DEBUG_FILE": f"{tmp_path.resolve()}/nccl.%h.%p.log",
         "NCCL_TOPO_DUMP_FILE": f"{tmp_path.resolve()}/nccl-topo.xml",
+        "NCCL_GRAPH_DUMP_FILE": f"{tmp_path.resolve()}/nccl-graph.xml",
     }
 
 

@@ -154,13 +154,8 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     form = flight_recorder.looks_like(head)
     if form is not None:
         return _parse_flight_record(item, source, form)
-    if ras.looks_like_json(head):
-        return _parse_ras_json(item, source)
-    xml_form = nccl_xml.looks_like(head)
-    if xml_form is not None:
-        return _parse_nccl_xml(item, source, xml_form)
-    if item.path.endswith(".json") and not item.is_stdin:
-        parsed = _parse_json(item, source, head)
+    if b"\x00" not in head:  # text documents; with NUL bytes the line reader refuses the input as binary
+        parsed = _parse_text_document(item, source, head)
         if parsed is not None:
             return parsed
     stats = ReadStats()
@@ -169,6 +164,18 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     for block, first_line in iter_blocks(item, stats, progress):
         log.feed_block(block, first_line)
     return _finish(source, stats, log.result, others)
+
+
+def _parse_text_document(item: InputFile, source: Source, head: bytes) -> ParsedInput | None:
+    """A whole-document text input (ncclras JSON, NCCL's XML, nccl-tests JSON), or None for a line input."""
+    if ras.looks_like_json(head):
+        return _parse_ras_json(item, source)
+    xml_form = nccl_xml.looks_like(head)
+    if xml_form is not None:
+        return _parse_nccl_xml(item, source, xml_form)
+    if item.path.endswith(".json") and not item.is_stdin:
+        return _parse_json(item, source, head)
+    return None
 
 
 _BOOK: tuple[str, ShapeBook] | None = None  # the shapes learnt from this process's last file
