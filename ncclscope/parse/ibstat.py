@@ -29,7 +29,6 @@ class IbstatReader:
     def __init__(self, source: str) -> None:
         self.source = source
         self.devices: list[IbDevice] = []
-        self.lines = 0
         self._device: IbDevice | None = None
         self._port: IbPort | None = None
 
@@ -45,7 +44,6 @@ class IbstatReader:
             tree = load("ibstat").parse(body)
         except LarkError:
             return False
-        self.lines += 1
         self._take(tree, Evidence(source=self.source, line=line_no, text=body))
         return True
 

@@ -41,7 +41,6 @@ class IbvDevinfoReader:
     def __init__(self, source: str) -> None:
         self.source = source
         self.devices: list[IbDevice] = []
-        self.lines = 0
         self._device: IbDevice | None = None
         self._port: IbPort | None = None
         self._width: int | None = None
@@ -60,7 +59,6 @@ class IbvDevinfoReader:
         if tree is None or (tree.data not in KEPT and tree.data != "hca" and not INDENTED_RE.match(text)):
             self._device = self._port = None  # a block ends at the first line that is not ibv_devinfo's
             return False
-        self.lines += 1
         self._take(tree, Evidence(source=self.source, line=line_no, text=body))
         return True
 

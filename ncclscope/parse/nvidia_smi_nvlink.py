@@ -25,7 +25,6 @@ class NvidiaSmiNvlinkReader:
         self.gpus: list[NvlinkGpu] = []
         self._gpu: NvlinkGpu | None = None
         self._kept = False  # the current GPU is in self.gpus (a link line came)
-        self.lines = 0
 
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is nvidia-smi nvlink's (then no other reader needs it)."""
@@ -39,7 +38,6 @@ class NvidiaSmiNvlinkReader:
         except LarkError:
             self._gpu = None
             return False
-        self.lines += 1
         evidence = Evidence(source=self.source, line=line_no, text=body)
         values = [str(child) for child in tree.children]
         if tree.data == "gpu":

@@ -57,7 +57,6 @@ class NvidiaSmiQueryReader:
     def __init__(self, source: str) -> None:
         self.source = source
         self.gpus: list[SmiGpu] = []
-        self.lines = 0
         self._active = False
         self._indented = False  # the report keeps its indentation (then sections nest by it)
         self._sections: list[tuple[int, str]] = []
@@ -90,7 +89,6 @@ class NvidiaSmiQueryReader:
                 return False
         if indent:
             self._indented = True
-        self.lines += 1
         evidence = Evidence(source=self.source, line=line_no, text=body)
         if tree.data == "gpu":
             self._open_gpu(name, evidence)

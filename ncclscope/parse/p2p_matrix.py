@@ -29,7 +29,6 @@ class P2pMatrixReader:
         self.matrices: list[P2pMatrix] = []
         self._matrix: P2pMatrix | None = None
         self._capability: str | None = None
-        self.lines = 0
 
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is a P2P matrix row or legend line (then no other reader needs it)."""
@@ -48,12 +47,12 @@ class P2pMatrixReader:
             tree = load("p2p_matrix").parse(body)
         except LarkError:
             return False
-        self.lines += 1
         if tree.data == "legend":
             return True
         name, *cells = (str(token) for token in tree.children)
         matrix = self._matrix
-        if matrix is None or name in matrix.cells or len(cells) != len(next(iter(matrix.cells.values()), cells)):
+        # a repeated row name or another width starts the next matrix (a matrix always has its first row)
+        if matrix is None or name in matrix.cells or len(cells) != len(matrix.cells[matrix.gpus[0]]):
             matrix = self._matrix = P2pMatrix(source=self.source, capability=self._capability)  # type: ignore[arg-type]
             self.matrices.append(matrix)
         matrix.gpus.append(name)

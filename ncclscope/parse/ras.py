@@ -46,7 +46,6 @@ class RasReader:
     def __init__(self, source: str) -> None:
         self.source = source
         self.reports: list[RasReport] = []
-        self.lines = 0
         self._report: RasReport | None = None
         self._comm: RasCommunicator | None = None
         self._rows: dict[int, tuple[int, str, list[str]]] = {}  # group -> (ranks per comm, status, errors)
@@ -65,7 +64,6 @@ class RasReader:
             self._report = RasReport(source=self.source, format="text", evidence=self._evidence(line_no, body))
             self.reports.append(self._report)
             if body.startswith("Job summary"):
-                self.lines += 1
                 return True
         if not body or not CANDIDATE_RE.match(body):
             return False
@@ -73,7 +71,6 @@ class RasReader:
             tree = _parser().parse(body)
         except LarkError:
             return False
-        self.lines += 1
         self._take(tree, line_no, body)
         return True
 

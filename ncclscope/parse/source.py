@@ -111,6 +111,7 @@ class _OtherLines:
         self.smi_query = NvidiaSmiQueryReader(display)
         self.smi_nvlink = NvidiaSmiNvlinkReader(display)
         self.p2p = P2pMatrixReader(display)
+        self._host_readers = (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.ras)
         self.topology_lines = 0
         self.tests_lines = 0
         self.invalid_utf8 = 0
@@ -140,10 +141,7 @@ class _OtherLines:
 
     def _host_report(self, line_no: int, body: str) -> bool:
         """A line of a tool's report about the host (its ports, its GPUs) or of ncclras."""
-        return any(
-            reader.feed(line_no, body)
-            for reader in (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.ras)
-        )
+        return any(reader.feed(line_no, body) for reader in self._host_readers)
 
 
 def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) -> ParsedInput:

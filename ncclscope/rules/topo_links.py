@@ -211,7 +211,8 @@ def _smi_nvlink_down(case: Case) -> Iterable[Finding]:
             for g in short:
                 down = [link for link in g.links if link.speed is None]
                 which = f" (link{'s' if len(down) != 1 else ''} {number_ranges([d.link for d in down])} inactive)"
-                problems.append((g, f"{len(g.active)} active NVLinks{which if down else ''}", [
+                peers_have = f", where its {len(group) - len(short)} peers have {most}"
+                problems.append((g, f"{len(g.active)} active NVLinks{which if down else ''}{peers_have}", [
                     e for e in [g.evidence, *(d.evidence for d in down)] if e is not None
                 ]))  # fmt: skip
         speeds = [link.speed for g in group for link in g.active if link.speed is not None]
@@ -225,8 +226,7 @@ def _smi_nvlink_down(case: Case) -> Iterable[Finding]:
                     e for e in [g.evidence, *(x.evidence for x in slow)] if e is not None
                 ]))  # fmt: skip
         for g, problem, evidence in problems:
-            others = f", where its {len(group) - len(short)} peers have {most}" if "active" in problem else ""
             yield make_finding(
-                "TOPO008", "error", f"on {source}: GPU {g.index} has {problem}{others} ({NVLINK})",
+                "TOPO008", "error", f"on {source}: GPU {g.index} has {problem} ({NVLINK})",
                 evidence=shown(evidence), evidence_count=len(evidence), hosts=[source],
             )  # fmt: skip
