@@ -828,6 +828,9 @@ def _finish(b: _Builder, edges: dict[tuple, list]) -> None:
     # nccl-tests run reports it was built with (nccl-library=22902), as releases
     b.versions |= {e.nccl_version for e in case.framework if e.nccl_version}
     b.versions |= {v for run in case.benchmarks if (v := version_from_code(run.nccl_library))}
+    # and what RAS reports and Flight Recorder dumps say the processes run
+    b.versions |= {r.nccl_version for r in case.ras_reports if r.nccl_version}
+    b.versions |= {r.comm_lib_version for r in case.flight_records if r.comm_lib_version}
     case.nccl_versions = sorted(v for v in b.versions if v)
     case.cuda_driver_versions = sorted(
         {p.cuda_driver_version for p in case.processes if p.cuda_driver_version is not None}

@@ -707,12 +707,39 @@ class RasCommunicator(BaseModel):
     evidence: Evidence | None = None
 
 
+class RasGroup(BaseModel):
+    """A row of the text report's communicator table: communicators alike in size, state and errors."""
+
+    group: int
+    communicators: int
+    nodes_per_comm: int
+    ranks_per_node: str = Field(description="A number or a range ('7-8').")
+    ranks_per_comm: int
+    ranks_in_group: int
+    status: str = Field(description="RUNNING, INIT, FINALIZE, ABORT, NOCOMM ...")
+    errors: list[str] = Field(default_factory=list, description="Empty for OK; INCOMPLETE, MISMATCH ...")
+    evidence: Evidence | None = None
+
+
+class RasJob(BaseModel):
+    """The text report's job summary: what RAS saw of the job as a whole."""
+
+    nodes: int
+    processes_per_node: str = Field(description="A number or a range.")
+    gpus_per_process: str = Field(description="A number or a range.")
+    processes: int
+    gpus: int
+    evidence: Evidence | None = None
+
+
 class RasReport(BaseModel):
     """An `ncclras` status report (NCCL 2.24+), text or JSON (2.28.7+)."""
 
     source: str
     format: Literal["text", "json"]
     nccl_version: str | None = None
+    job: RasJob | None = None
+    groups: list[RasGroup] = Field(default_factory=list, description="Text reports: the communicator table.")
     communicators: list[RasCommunicator] = Field(default_factory=list)
     dead_processes: list[str] = Field(default_factory=list, description="'process PID on node HOST' entries.")
     missing_processes: list[str] = Field(default_factory=list)

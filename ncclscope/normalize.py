@@ -181,7 +181,7 @@ def find_records(text: str, known_hosts: Container[str] = ()) -> list[tuple[int,
         window_start = max(floor, marker.start() - PREFIX_WINDOW)
         match = RECORD_PREFIX_RE.search(text, window_start, marker.end())
         start = match.start() if match else marker.start()
-        if match and known_hosts and starts:
+        if match and known_hosts and (starts or start > 0):  # glued to a record or to other text (a table row)
             start = _known_host_start(text, start, known_hosts)
         starts.append(start)
         floor = marker.end()

@@ -54,6 +54,7 @@ class ReadStats:
     binary: bool = False
     damaged: bool = False  # reading stopped early (cut .gz, read error)
     stopped_by: int | None = None  # a signal (Ctrl-C, SIGTERM) ended reading: the rest was never read
+    unterminated: bool = False  # the last line has no newline: whoever wrote it stopped mid-line
 
 
 def expand_inputs(paths: list[str]) -> tuple[list[InputFile], list[str]]:
@@ -257,6 +258,7 @@ def iter_blocks(
             if overlong:
                 stats.overlong_lines.append((line_no, MAX_LINE_BYTES + overlong))
             stats.lines += 1
+            stats.unterminated = bool(pending.strip())
             yield pending, line_no
     finally:
         if not item.is_stdin:

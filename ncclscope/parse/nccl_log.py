@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from lark import Lark, Token, Tree
-from lark.exceptions import LarkError
+from lark.exceptions import LarkError, UnexpectedToken
 
 from ncclscope import grammars
 from ncclscope.normalize import (
@@ -48,6 +48,7 @@ ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 # Messages that, without NCCL's prefix, are any program's text: a row of '=' ends NCCL's topology dump
 # and every banner of a job script.
 BARE_TOO_PLAIN = frozenset({"system_footer"})
+NCCL_LINE_MAX = 1023  # NCCL formats each debug line into a 1024-byte buffer (src/debug.cc) and cuts the rest
 HEX_DIGITS = np.full(256, -1, dtype=np.int64)  # byte -> its value as a hex digit
 HEX_DIGITS[np.frombuffer(b"0123456789abcdef", np.uint8)] = HEX_DIGITS[np.frombuffer(b"0123456789ABCDEF", np.uint8)] = (
     np.arange(16)
@@ -89,6 +90,7 @@ class RecordShape:
     prefix: dict[str, Span] = field(default_factory=dict)  # timestamp, host, pid, tid, cuda_dev, location
     fields: dict[str, Any] = field(default_factory=dict)  # nested; leaves are spans or True
     elided: bool = False
+    stops_early: bool = False  # not understood, and the grammar ran out of text inside a message it knows
     _decoder: Callable[[bytes], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
     _window: Span | None = field(default=None, repr=False, compare=False)  # the bytes the fields come from
     _memo: dict[bytes, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
@@ -429,6 +431,7 @@ class NcclLogParser:
         self._known_hosts = shapes.known_hosts
         self._templates = shapes.templates
         self.lark_parses = 0  # how many lines the grammar itself read (the rest reused a parse)
+        self._stopped_early = False  # the last parse that failed ran out of text inside a known message
         self._unrecognized_cutoff = float("inf")
 
     @property
@@ -541,7 +544,12 @@ class NcclLogParser:
             if shape is None or not shape.records:
                 self._result.last = (first_line + i, "")
             elif not shape.recognized:
-                self._result.last = (first_line + i, None)
+                # "?": a whole record whose message is new to us (NCCL adds messages in every release,
+                # often at teardown); None: a fragment, or a record that stops inside its prefix
+                unknown = all(
+                    r.reason == "unknown message" and not r.stops_early for r in shape.records if r.family is None
+                )
+                self._result.last = (first_line + i, "?" if unknown else None)
             else:
                 self._result.last = (first_line + i, record_kind(shape.records[-1]))
             return
@@ -663,8 +671,12 @@ class NcclLogParser:
         if tree is None:
             if start == "message":
                 return RecordShape(whole, "BARE", None, "not an NCCL message")
-            return self._parse_loose(text, whole, mapper)
-        if start == "message" and tree.data in BARE_TOO_PLAIN:
+            stops_early = self._stopped_early
+            loose = self._parse_loose(text, whole, mapper)
+            loose.stops_early = stops_early
+            return loose
+        if start == "message" and (tree.data in BARE_TOO_PLAIN or (tree.data == "version" and "compiled" in text)):
+            # "NCCL version 2.28.9 compiled with CUDA 13.0" heads an ncclras report: that reader takes it
             return RecordShape(whole, "BARE", None, "not an NCCL message")
         if start == "message":
             bare = _extract(tree)
@@ -699,8 +711,11 @@ class NcclLogParser:
 
     def _try_parse(self, text: str, start: str) -> tuple[Tree | None, bool]:
         self.lark_parses += 1
+        self._stopped_early = False
         try:
             return self._parser.parse(text, start=start), False
+        except UnexpectedToken as exc:
+            self._stopped_early = exc.token.type == "$END"
         except LarkError:
             pass
         trimmed = ELLIPSIS_RE.sub("", text)
@@ -709,6 +724,19 @@ class NcclLogParser:
                 return self._parser.parse(trimmed, start=start), True
             except LarkError:
                 pass
+        if NCCL_LINE_MAX - 2 <= len(text) <= NCCL_LINE_MAX:
+            # NCCL cut the line itself at its 1024-byte buffer (src/debug.cc), often inside the last item of a
+            # long listing (Trees, ring orders): read the items before the cut, marked as elided like "..."
+            cut = text.rstrip()
+            for _ in range(4):
+                space = cut.rfind(" ")
+                if space <= 0:
+                    break
+                cut = cut[:space].rstrip()
+                try:
+                    return self._parser.parse(cut, start=start), True
+                except LarkError:
+                    continue
         return None, False
 
     def _parse_loose(self, text: str, whole: Span, mapper: Callable[[int, int], Span]) -> RecordShape:

@@ -70,6 +70,11 @@ _INFO_START = re.compile(
 _GLUED_DEVICE = re.compile(r"(?<=\S)#[ \t]+Rank[ \t]+\d+[ \t]+(?:Group|Pid|on|uses)[ \t]")
 # A result row starts with two integers (size, count) and the type name.
 _ROW_START = re.compile(r"[ \t]*[-+]?\d+[ \t]+[-+]?\d+[ \t]+[A-Za-z_]")
+# The pieces of a row that nccl-tests prints with separate printf calls: "size count type redop root",
+# then per timing group "time algbw busbw #wrong" (a NCCL line can come between them on a shared stdout).
+_ROW_HEAD = re.compile(r"[ \t]*\d+[ \t]+\d+[ \t]+[A-Za-z]\w*[ \t]+[A-Za-z]\w*[ \t]+-?\d+[ \t]*")
+_CELL = r"(?:[-+]?[\d.]+(?:e[-+]?\d+)?|N/A|nan|inf)"
+_ROW_PIECE = re.compile(rf"[ \t]*{_CELL}(?:[ \t]+{_CELL})*[ \t]*", re.I)
 # Test CUDA/NCCL failure, the ` .. host pid N: Test failure` unwinding lines, Test timeout, and
 # v1.0.0's bare `Cuda failure file:line`.
 _FAILURE = re.compile(r"Test (?:CUDA|NCCL) failure |: Test failure |: Test timeout \(|^[ \t]*(?:Cuda|NCCL) failure \S")
@@ -409,6 +414,9 @@ class NcclTestsReader:
         self._open: list[_Table] = []  # the runs that may still take lines, oldest first
         self._rows = _RowReader()
         self._kinds = _Kinds()
+        # A row printed in pieces (size..root, then each timing group once measured) with NCCL lines on the
+        # same stdout between them (NCCL_DEBUG_SUBSYS=COLL): the pieces so far and the line they started on.
+        self._row_head: tuple[int, str, int] | None = None  # (line, pieces joined, cells the header names)
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -421,8 +429,15 @@ class NcclTestsReader:
             # "#" separates sections; it belongs to a run only while one is open
             return any(t.section < _Section.ERROR for t in self._open)
         try:
+            if self._row_head is not None and _ROW_PIECE.fullmatch(text):
+                return self._row_piece(text)
             if _ROW_START.match(text) and self._row(lineno, text):
                 return True
+            if _ROW_HEAD.fullmatch(text):
+                named = [t for t in self._open if t.row_rule and not t.headerless and t.columns]
+                if named:
+                    self._row_head = (lineno, text.rstrip(), len(named[-1].columns))
+                    return True
             if _INFO_START.match(text):
                 glued = _GLUED_DEVICE.search(text, 1)
                 if glued:  # the next rank's device line, glued on by the paste or an MPI gather
@@ -617,6 +632,17 @@ class NcclTestsReader:
             failure.host = max(glued, key=len) if glued else failure.host
         table.run.failures.append(failure)
         return True
+
+    def _row_piece(self, text: str) -> bool:
+        """The next timing group of a row printed in pieces; the row is read once it is whole."""
+        assert self._row_head is not None
+        lineno, head, cells = self._row_head
+        joined = f"{head} {text.strip()}"
+        if len(joined.split()) < cells:  # the in-place group is still to come
+            self._row_head = (lineno, joined, cells)
+            return True
+        self._row_head = None
+        return self._row(lineno, joined)
 
     def _row(self, lineno: int, text: str) -> bool:
         cells = text.split()

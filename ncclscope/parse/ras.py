@@ -20,7 +20,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
 from ncclscope.grammars import load
-from ncclscope.model import Evidence, RankProgress, RasCommunicator, RasReport
+from ncclscope.model import Evidence, RankProgress, RasCommunicator, RasGroup, RasJob, RasReport
 
 # lines worth giving to the grammar once a report has started (the rest are number tables and prose)
 CANDIDATE_RE = re.compile(
@@ -32,7 +32,7 @@ START_RE = re.compile(r"^(?:NCCL version \S+ compiled with CUDA|Job summary\s*$|
 
 @cache
 def _parser() -> Lark:
-    return load("ras_status")
+    return load("ras_status", ("start", "job_row"))
 
 
 def looks_like_json(head: bytes) -> bool:
@@ -54,6 +54,7 @@ class RasReader:
         self._status: str | None = None
         self._collective: str | None = None
         self._dead = False
+        self._in_job = False  # under "Job summary": the next row of numbers is the job's
 
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is part of a report (then no other reader needs it)."""
@@ -63,14 +64,22 @@ class RasReader:
                 return False
             self._report = RasReport(source=self.source, format="text", evidence=self._evidence(line_no, body))
             self.reports.append(self._report)
-            if body.startswith("Job summary"):
-                return True
+        if body.startswith("Job summary"):
+            self._in_job = True
+            return True
         if not body or not CANDIDATE_RE.match(body):
             return False
+        if self._in_job and body[0].isdigit():
+            try:
+                self._job_row(_parser().parse(body, start="job_row"), line_no, body)
+                return True
+            except LarkError:
+                pass
         try:
-            tree = _parser().parse(body)
+            tree = _parser().parse(body, start="start")
         except LarkError:
             return False
+        self._in_job = False
         self._take(tree, line_no, body)
         return True
 
@@ -88,6 +97,19 @@ class RasReader:
             report.nccl_version = v[0]
         elif kind == "comm_row":
             self._rows[int(v[0])] = (int(v[4]), v[6], [] if v[7] == "OK" else v[7].split(","))
+            report.groups.append(
+                RasGroup(
+                    group=int(v[0]),
+                    communicators=int(v[1]),
+                    nodes_per_comm=int(v[2]),
+                    ranks_per_node=v[3],
+                    ranks_per_comm=int(v[4]),
+                    ranks_in_group=int(v[5]),
+                    status=v[6],
+                    errors=[] if v[7] == "OK" else v[7].split(","),
+                    evidence=self._evidence(line_no, body),
+                )
+            )
             if v[7] != "OK" and (int(v[2]) == 0 or int(v[4]) == 0):
                 report.contradictions.append(
                     f"group {v[0]} reports {v[7]} for communicators of 0 nodes or 0 ranks (line {line_no})"
@@ -140,6 +162,19 @@ class RasReader:
             self._rank_line(tree, line_no, body)
         elif kind == "timeouts":
             report.timeouts += int(v[0])
+
+    def _job_row(self, tree: Tree, line_no: int, body: str) -> None:
+        assert self._report is not None
+        v = [str(t) for t in tree.scan_values(lambda t: isinstance(t, Token))]
+        self._report.job = RasJob(
+            nodes=int(v[0]),
+            processes_per_node=v[1],
+            gpus_per_process=v[2],
+            processes=int(v[3]),
+            gpus=int(v[4]),
+            evidence=self._evidence(line_no, body),
+        )
+        self._in_job = False
 
     def _rank_line(self, tree: Tree, line_no: int, body: str) -> None:
         comm = self._comm

@@ -227,7 +227,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLine
     others.tests_runs = parsed.benchmarks
     others.framework.finish()
     parsed.framework = others.framework.events
-    parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version]
+    parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version or r.groups or r.job]
     parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
     parsed.smi_gpus = others.smi_query.gpus
     parsed.nvlink_gpus = others.smi_nvlink.gpus
@@ -265,7 +265,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     if stats.stopped_by is not None:  # not `truncated`: a hung job's log really ends where it stopped
         source.stopped = interrupts.signal_name(stats.stopped_by)
     source.problems.extend(stats.problems)
-    _truncation(source, res, others)
+    _truncation(source, res, others, stats)
     for line_no, size in stats.overlong_lines:
         source.problems.append(
             f"line {line_no} is {size} bytes long; only its first 64 KiB were read, and it was not parsed"
@@ -297,11 +297,11 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.problems.append(f"nothing arrived before {source.stopped}" if source.stopped else "empty input")
 
 
-def _truncation(source: Source, res: LogResult, others: _OtherLines) -> None:
+def _truncation(source: Source, res: LogResult, others: _OtherLines, stats: ReadStats) -> None:
     """Say when the input visibly stops early (so that a rank 'stuck' in init may just be cut off)."""
     if res.last is not None:
         line_no, kind = res.last
-        if kind is None:
+        if kind is None or (kind == "?" and stats.unterminated):
             source.truncated.append(f"it ends in a cut NCCL record (line {line_no})")
         elif kind in LISTINGS:
             source.truncated.append(f"it stops inside {LISTINGS[kind]} (line {line_no})")

@@ -93,6 +93,7 @@ def merge_logs(parts: list[RangePart]) -> tuple[LogResult, ReadStats, list[int]]
         stats.binary = stats.binary or part.stats.binary
         stats.damaged = stats.damaged or part.stats.damaged
         stats.stopped_by = stats.stopped_by or part.stats.stopped_by
+        stats.unterminated = part.stats.unterminated  # the last range holds the end of the input
         offset += part.stats.lines
         if stats.binary or stats.damaged or stats.stopped_by:
             break
