@@ -93,7 +93,11 @@ def _link_stories(findings: list[Finding]) -> None:
             linked = [e for code in effects for e in by_code.get(code, []) if _same_story(f, e)]
             if not linked:
                 continue
-            f.root_cause = f.root_cause or not any(c in by_code for c, es in STORIES if cause in es and c != cause)
+            # a root cause explains a problem: an info that only explains another info is just related
+            explains = any(e.severity in ("error", "warning") for e in linked)
+            f.root_cause = f.root_cause or (
+                explains and not any(c in by_code for c, es in STORIES if cause in es and c != cause)
+            )
             f.related = sorted(set(f.related) | {e.code for e in linked})
             for e in linked:
                 e.related = sorted(set(e.related) | {cause})

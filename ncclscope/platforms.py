@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Case, Evidence, Platform
+from ncclscope.parse.nccl_tests_infer import FACTOR_PER_RANK
 
 DATA_FILE = Path(__file__).parent / "data" / "expected_busbw.json"
 GIB = 1 << 30
@@ -650,10 +651,19 @@ def _judge(facts: RunFacts, case: Case, platform: Platform) -> BandwidthJudgemen
         )
     if facts.nranks == 1:
         algbw = max((r.out_of_place.algbw or 0.0) for r in facts.rows)
+        # nccl-tests' bus factor (formats.md C.6): 2(n-1)/n for all_reduce, (n-1)/n for the gathers and
+        # alltoall, 1 for the rooted ones and sendrecv, where busbw then repeats algbw
+        factor = {"all_reduce": "2(n-1)/n"}.get(collective, "(n-1)/n" if collective in FACTOR_PER_RANK else None)
+        bus = (
+            f"busbw is 0 by definition (factor {factor} with n = 1)"
+            if factor
+            else "busbw repeats algbw (factor 1), and in place there is nothing to move at all"
+        )
         return BandwidthJudgement(
             **base,
-            verdict=f"{head} with 1 rank: busbw is 0 by definition (factor 2(n-1)/n with n = 1) and algbw "
-            f"({_num(algbw)} GB/s) is a local copy, so there is nothing to judge; run with 2 or more GPUs.",
+            verdict=f"{collective} on {_where(facts)} with 1 rank, up to {_size(facts.size)}: nothing leaves the "
+            f"GPU, so there is nothing to judge: {bus}; algbw (up to {_num(algbw)} GB/s out of place) measures a "
+            "local copy. Run with 2 or more GPUs.",
         )
     expectation, unjudged = _expectation(facts, case, platform)
     if expectation is None:

@@ -129,19 +129,22 @@ def not_one_job(ctx: Context) -> Iterable[Finding]:
             evidence_count=len(group),
             hosts=hosts,
         )
-    processes = {(p.host, p.pid) for p in ctx.case.processes if p.pid is not None}
+    # processes that ran none of the tables read: a run directory holds one process per collective, each the
+    # owner of its own 1-rank table, and those ran one after the other, not as one job
+    owners = {(d.host, d.pid) for run in ctx.case.benchmarks for d in run.devices if d.pid is not None}
+    processes = {(p.host, p.pid) for p in ctx.case.processes if p.pid is not None} - owners
     for run in ctx.case.benchmarks:
         if (run.source, run.line) in flagged or run.nranks != 1 or not run.rows:
             continue
         zero = all((r.out_of_place.busbw or 0) == 0 and (r.in_place.busbw or 0) == 0 for r in run.rows)
         moving = any((r.out_of_place.algbw or 0) > 0 for r in run.rows)
-        if zero and moving and (len(processes) > 1 or len(ctx.hosts) > 1):
+        if zero and moving and (processes or len(ctx.hosts) > 1):
             yield make_finding(
                 "BW004",
                 "error",
                 f"{run_label(run)} has 1 rank (busbw 0, algbw up to "
                 f"{gbs_text(max(r.out_of_place.algbw or 0 for r in run.rows))} GB/s) while the inputs show "
-                f"{max(len(processes), len(ctx.hosts))} processes/hosts: each process ran alone",
+                f"{max(len(processes) + 1, len(ctx.hosts))} processes/hosts: each process ran alone",
                 evidence=run_evidence(run) + row_evidence(run, largest_rows(run)[:1]),
                 hosts=run_hosts(run),
             )

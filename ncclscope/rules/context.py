@@ -79,10 +79,11 @@ class Context:
                 any("nccl_log" in s.kinds for s in case.sources)
                 or any(e.kind in ("nccl_error", "nccl_result") for e in case.framework)
             ),
-            "connections": lambda: case.connections.total > 0,
+            # communicators of one rank connect to nobody: no connection lines to miss
+            "connections": lambda: case.connections.total > 0 or self.single_rank_comms,
             # a log shows the settings NCCL read (none: nothing set); without one, a command line may
             "settings": lambda: bool(case.env) or any("nccl_log" in s.kinds for s in case.sources),
-            "transports": lambda: case.connections.total > 0 or bool(case.p2p),
+            "transports": lambda: case.connections.total > 0 or bool(case.p2p) or self.single_rank_comms,
             "graph": lambda: bool(self.families & GRAPH_FAMILIES) or bool(case.graph_dumps),
             "tuning": lambda: bool(self.families & TUNING_FAMILIES),
             "topology": lambda: bool(case.topologies),
@@ -102,6 +103,12 @@ class Context:
         return checks[need]()
 
     # ------------------------------------------------------------------------------- helpers
+    @cached_property
+    def single_rank_comms(self) -> bool:
+        """Every communicator of the inputs has one rank (a 1-GPU run): nothing connects to anything."""
+        comms = self.case.communicators
+        return bool(comms) and all(c.nranks == 1 for c in comms)
+
     @cached_property
     def hosts(self) -> list[str]:
         """Hosts of the job: from the log, else from nccl-tests device lines."""

@@ -209,8 +209,11 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
     (cloud images set NCCL_TOPO_FILE on purpose); nccl-tests#373 (NCCL_P2P_LEVEL=LOC); NVIDIA/nccl#2428
     (NCCL_IGNORE_NET_MISMATCH)
     """
+    # what `ncclscope run` set itself (dump files, debug output) is the evidence being collected, not a setting
+    # of the job; a user's own value of the same variable (env_user) is still judged
+    ours = ctx.case.run.env_set if ctx.case.run is not None else {}
     for s in ctx.case.env:
-        if not s.name.startswith("NCCL_") or s.name in LOGGING:
+        if not s.name.startswith("NCCL_") or s.name in LOGGING or ours.get(s.name) == s.value:
             continue
         severity, message = _judge(ctx, s)
         knob = KNOBS.get(s.name)

@@ -161,9 +161,10 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
         for dev in ctx.case.net_devices:
             if dev.transport == "Socket" and not interface_kind(dev.name):  # those are reported above
                 many[dev.host].append(dev)
-        crowded = {h: devs for h, devs in many.items() if len(devs) >= MANY_INTERFACES}
+        # every process of a host lists the same interfaces: count the names, not the lines
+        crowded = {h: devs for h, devs in many.items() if len({d.name for d in devs}) >= MANY_INTERFACES}
         if crowded:
-            counts = sorted({len(v) for v in crowded.values()})
+            counts = sorted({len({d.name for d in v}) for v in crowded.values()})
             listing = names(dict.fromkeys(d.name for devs in crowded.values() for d in devs))
             evidence = [d.evidence for devs in crowded.values() for d in devs]
             yield make_finding(

@@ -153,13 +153,22 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
     by_host: dict[str | None, list[NcclMessage]] = defaultdict(list)
     for w in warns:
         by_host[w.host].append(w)
+    # the same clash quoted without a host (a framework's "Last error:") joins the host that logged it
+    for w in list(by_host.get(None, [])):
+        home = [h for h, msgs in by_host.items() if h is not None and any(_clash(m) == _clash(w) for m in msgs)]
+        if len(home) == 1:
+            by_host[home[0]].append(w)
+            by_host[None].remove(w)
+    if not by_host.get(None):
+        by_host.pop(None, None)
     for host, msgs in sorted(by_host.items(), key=lambda kv: kv[0] or ""):
         pairs = []
         ranks: set[int] = set()
         for w in msgs:
             f = w.fields
             if f.get("rank") is not None and f.get("other_rank") is not None:
-                pairs.append(f"ranks {f['other_rank']} and {f['rank']} on CUDA device {f.get('bus_id', '?')}")
+                low, high = sorted((str(f["other_rank"]), str(f["rank"])), key=lambda r: (len(r), r))
+                pairs.append(f"ranks {low} and {high} on CUDA device {f.get('bus_id', '?')}")
                 for key in ("rank", "other_rank"):
                     try:
                         ranks.add(int(str(f[key])))
@@ -178,6 +187,12 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
             hosts=[host] if host else [],
             ranks=sorted(ranks),
         )
+
+
+def _clash(w: NcclMessage) -> tuple[frozenset[str], str]:
+    """Which ranks clash on which device, in either order."""
+    f = w.fields
+    return frozenset({str(f.get("rank")), str(f.get("other_rank"))}), str(f.get("bus_id"))
 
 
 # ---------------------------------------------------------------------------------------- RUN003

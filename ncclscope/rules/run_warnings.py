@@ -156,7 +156,8 @@ def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iter
     if last:
         quoted = last[0].text if len(last[0].text) <= 160 else last[0].text[:157] + "..."
         message += f"; NCCL's last error: `{quoted}`"
-    nccl_warns = {k: c for k, c in covered.items() if c}
+    warned = {(w.evidence.source, w.evidence.line) for w in ctx.case.warnings if w.level in ("WARN", "ABORT")}
+    nccl_warns = {k: c for k, c in covered.items() if c and k in warned}  # INFO lines (NET/IB: no device) are no WARN
     if nccl_warns:
         message += f"; see the findings of {', '.join(sorted(set(nccl_warns.values())))} for NCCL's own lines"
     yield make_finding(

@@ -273,7 +273,7 @@ def _why_no_expectation(view: CaseView, judgement: BandwidthJudgement | None) ->
     if judgement is None:
         return "not judged (no row with a busbw at its largest size)"
     if judgement.nranks == 1:
-        return "no expected figure: busbw is 0 by definition with 1 rank"
+        return "no expected figure: with 1 rank nothing leaves the GPU"
     need = unjudged_need(view.case, view.analysis.platform, judgement)
     return f"no expected figure: it would need {need}" if need else "no expected figure for this platform"
 

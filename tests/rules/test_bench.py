@@ -174,6 +174,18 @@ def test_two_sequential_runs_on_one_host_are_one_job_each() -> None:
     assert findings("BW004", ONE_RANK) == []
 
 
+def test_a_run_directory_of_one_gpu_runs_one_process_per_collective_is_not_flagged() -> None:
+    # our own `ncclscope run` on a 1-GPU machine: five collectives, five processes one after the other,
+    # each the owner of its own 1-rank table
+    assert findings("BW004", "fixtures/device/h100_run_nccl_tests") == []
+    assert findings("BW004", "fixtures/device/h100_run_torch") == []
+
+
+def test_a_one_rank_table_beside_other_processes_that_ran_no_table_is_flagged() -> None:
+    f = only("BW004", ONE_RANK, "fixtures/nccl/v2_7_single_host_busid.log")
+    assert "has 1 rank" in f.message and "each process ran alone" in f.message
+
+
 # ------------------------------------------------------------------------------------- BW005
 def test_system_not_yet_initialized_means_fabric_manager_not_running() -> None:
     f = only("BW005", FABRIC_MANAGER)

@@ -166,6 +166,16 @@ def test_net003_is_quiet_on_data_interfaces() -> None:
         assert findings(path, "NET003") == [], path
 
 
+def test_net003_counts_interface_names_not_the_processes_that_list_them(tmp_path: Path) -> None:
+    # five processes of one host each list the one interface eth0 (our own run on a 1-GPU machine)
+    assert findings("fixtures/device/h100_run_nccl_tests", "NET003") == []
+    socket = "NCCL INFO NET/Socket : Using [0]eth0:10.4.0.7<0> [1]eth1:10.5.0.7<0> [2]ens9:10.6.0.7<0>"
+    log = tmp_path / "three_interfaces.log"
+    log.write_text("\n".join(f"gpu-q3:{pid}:{pid} [0] {socket}" for pid in (3101, 3102)) + "\n")
+    (finding,) = findings(str(log), "NET003")
+    assert "spreads traffic over 3 interfaces (eth0, eth1, ens9)" in finding.message
+
+
 # ------------------------------------------------------------------------------------ NET004
 def test_net004_flags_ib_and_roce_ports_and_a_bond_in_one_nic_list() -> None:
     (finding,) = findings(MIXED_NICS, "NET004")
