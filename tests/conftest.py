@@ -14,8 +14,11 @@ FIXTURES = REPO / "fixtures"
 
 
 def fixture_files() -> list[Path]:
-    """Every input fixture (README.md excluded), relative to the repository root."""
-    return sorted(p.relative_to(REPO) for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md")
+    """Every input fixture (README.md excluded), relative to the repository root. A run directory (a folder
+    with an ncclscope manifest.json) is one fixture: its files are read together, as `analyze RUN_DIR` does."""
+    runs = {p.parent for p in FIXTURES.rglob("manifest.json")}
+    files = [p for p in FIXTURES.rglob("*") if p.is_file() and p.name != "README.md" and p.parent not in runs]
+    return sorted(p.relative_to(REPO) for p in [*files, *runs])
 
 
 def run_cli(

@@ -38,7 +38,9 @@ def _originals(path: Path) -> set[str]:
     found = {h.name for h in case.hosts} | {p.host for p in case.processes}
     found |= {d.address.split("<")[0] for d in case.net_devices if d.address}
     found |= {d.host for run in case.benchmarks for d in run.devices}
-    found |= set(ANY_IPV4.findall(path.read_bytes().decode("utf-8", "replace")))
+    for member in sorted(path.rglob("*")) if path.is_dir() else [path]:  # a run directory: all its files
+        if member.is_file():
+            found |= set(ANY_IPV4.findall(member.read_bytes().decode("utf-8", "replace")))
     return {f for f in found if f}
 
 
