@@ -153,6 +153,10 @@ def _coll_lines(case: Case) -> list[GroupProgress]:
         if not calls:
             continue
         progress = GroupProgress(via="coll_lines", group=comm.comm_id or comm.id, size=comm.nranks)
+        # the printed opCount advances only where NCCL starts proxy operations (src/proxy.cc): on a host
+        # joined by NVLink or PCIe alone it stays 0 on every call (NCCL 2.28 on our own H100 run), and then
+        # the number of COLL lines each rank printed is its progress
+        advancing = any(c.last_op_count > 0 for c in calls)
         seen: set[int] = set()
         for c in sorted(calls, key=lambda c: c.rank or 0):
             if c.rank is None:
@@ -163,7 +167,7 @@ def _coll_lines(case: Case) -> list[GroupProgress]:
                     rank=c.rank,
                     host=c.host,
                     pid=c.pid,
-                    entered=c.last_op_count,
+                    entered=c.last_op_count if advancing else c.calls,
                     operation=c.last_call,
                     evidence=c.evidence,
                 )

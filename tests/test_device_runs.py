@@ -126,3 +126,27 @@ def test_the_hang_is_the_watchdog_error_and_an_info_is_never_its_root_cause() ->
     assert "ALLREDUCE (SeqNum 7" in run006.message and "last completed work 6" in run006.message
     assert [f.code for f in analysis.findings if f.root_cause] == []
     assert findings_of("VER001", HANG) == []  # 2.28.9 from RAS and the dump, 2.28.9+cuda13.0 from the log
+
+
+# ------------------------------------------------------------------------------------ opCount that stays 0
+def test_coll_lines_whose_opcount_stays_0_still_tell_which_rank_is_behind(tmp_path: Path) -> None:
+    # NCCL 2.28.9 printed `opCount 0` on every call of our run: the count advances only with proxy
+    # operations, so on NVLink/PCIe alone the number of COLL lines per rank is what tells progress
+    comms = {0: "0x55d0a1b2c3d0", 1: "0x55e0a1b2c3e0"}
+    lines = [
+        f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO ncclCommInitRank comm {comms[r]} rank {r} nranks 2 cudaDev {r}"
+        f" nvmlDev {r} busId {(r + 1) * 0x1000:x} commId 0x3a1b2c3d4e5f6071 - Init COMPLETE"
+        for r in (0, 1)
+    ]
+    for call in range(6):
+        for r in (0, 1):
+            if r == 1 and call >= 3:
+                continue  # rank 1 stops after its third call
+            lines.append(
+                f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00{r}0000000 "
+                f"recvbuff 0x7f00{r}0400000 count 1048576 datatype 7 op 0 root 0 comm {comms[r]} [nranks=2] stream 0x5"
+            )
+    log = tmp_path / "two_ranks_opcount_0.log"
+    log.write_text("\n".join(lines) + "\n")
+    (finding,) = findings_of("HANG003", str(log))
+    assert "rank 1" in finding.message, finding.message
