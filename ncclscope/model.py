@@ -574,7 +574,9 @@ class RunCapture(BaseModel):
 
     name: str
     command: list[str] = Field(default_factory=list)
-    status: Literal["captured", "missing", "failed"]
+    status: Literal["captured", "empty", "missing", "failed"] = Field(
+        description="empty: the tool ran and printed nothing (no file is written)."
+    )
     file: str | None = None
     detail: str = ""
 

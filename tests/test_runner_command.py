@@ -345,3 +345,29 @@ def test_the_hosts_own_reports_are_captured_and_read_back(tmp_path: Path) -> Non
     case = findings["case"]
     assert len(case["smi_gpus"]) == 8 and len(case["nvlink_gpus"]) == 8 and len(case["ib_devices"]) == 8
     assert case["p2p_matrices"][0]["capability"] == "read"
+
+
+def test_a_report_that_prints_nothing_is_recorded_as_empty_not_as_missing(tmp_path: Path) -> None:
+    """`nvidia-smi nvlink -s` printed nothing on our 1-GPU H100 VM (no NVLink there): the run records the
+    answer as empty, writes no file for it, and the analysis does not ask for it again."""
+    stand_in(tmp_path / "nt", "all_reduce")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    smi = REPO / "fixtures/device/h100_run_nccl_tests"
+    script = (
+        '#!/bin/sh\ncase "$*" in\n'
+        f'  "-q") cat "{smi / "nvidia-smi-q.txt"}" ;;\n  "topo -m") cat "{smi / "topo.txt"}" ;;\n'
+        '  "nvlink -s") ;;\n  "-L") echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)" ;;\n  *) exit 1 ;;\nesac\n'
+    )
+    (tools / "nvidia-smi").write_text(script)
+    (tools / "nvidia-smi").chmod(0o755)
+    env = dict(os.environ, PATH=f"{tools}:{os.environ['PATH']}", COLUMNS="160", NO_COLOR="1")
+    argv = [sys.executable, "-m", "ncclscope", "run", "--backend", "nccl-tests", "--nccl-tests-dir"]
+    argv += [str(tmp_path / "nt"), "all_reduce", "-g", "1", "-e", "1M", "--out", "run"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=120, check=False)
+    record = manifest(tmp_path / "run")
+    captures = {c["name"]: c for c in record["captures"]}
+    nvlink = captures["nvidia-smi nvlink -s"]
+    assert (nvlink["status"], nvlink["file"], nvlink["detail"]) == ("empty", None, "no NVLink on this host's GPUs")
+    assert not (tmp_path / "run" / "nvlink.txt").exists()
+    assert "nvidia-smi nvlink -s" not in done.stdout.decode(), done.stdout.decode()

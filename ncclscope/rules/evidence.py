@@ -117,7 +117,7 @@ def _run_reports(ctx: Context) -> str:
     absent = [
         f"{c.name} {c.status} ({c.detail}): {adds[c.name]}" if c.detail else f"{c.name} {c.status}: {adds[c.name]}"
         for c in run.captures
-        if c.status != "captured" and c.name in adds
+        if c.status not in ("captured", "empty") and c.name in adds  # an empty report is an answer: nothing there
     ]
     dumps = {s.path.rsplit("/", 1)[-1] for s in ctx.case.sources if "topology_xml" in s.kinds or "graph_xml" in s.kinds}
     if not dumps:

@@ -66,6 +66,10 @@ def gpu_count(torch_available: bool) -> int:
     return 0
 
 
+# what a report that answered with nothing says about the machine
+EMPTY_MEANS = {"nvidia-smi nvlink -s": "no NVLink on this host's GPUs", "ibstat": "no InfiniBand device"}
+
+
 def capture_machine(run_dir: Path) -> tuple[list[RunCapture], dict[str, str]]:
     """Each host report where its tool exists (recorded as missing or failed otherwise); the driver and
     CUDA versions `nvidia-smi -q` gives."""
@@ -80,6 +84,9 @@ def capture_machine(run_dir: Path) -> tuple[list[RunCapture], dict[str, str]]:
         if done is None or done.returncode != 0:
             detail = (done.stderr or done.stdout).strip()[:200] if done else "did not answer"
             captures.append(RunCapture(name=name, command=argv, status="failed", detail=detail))
+            continue
+        if not done.stdout.strip():  # `nvlink -s` on a GPU without NVLink (our H100 VM), ibstat without ports
+            captures.append(RunCapture(name=name, command=argv, status="empty", detail=EMPTY_MEANS.get(name, "")))
             continue
         # topo -p2p does not say which capability it shows: the command line in the file does
         text = f"# {' '.join(argv)}\n{done.stdout}" if target == "p2p.txt" else done.stdout

@@ -43,6 +43,7 @@ test can see #wrong > 0 reach the table.
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import platform
 import socket
@@ -548,9 +549,14 @@ def join_group(backend: str, timeout: float) -> Group:
     local = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local) if chosen == "nccl" else torch.device("cpu")
     try:
+        options: dict[str, object] = {"timeout": timedelta(seconds=timeout)}
         if chosen == "nccl":
             torch.cuda.set_device(device)
-        dist.init_process_group(chosen, timeout=timedelta(seconds=timeout))
+            # bound to its GPU up front (torch 2.3+): NCCL starts eagerly, and barrier() does not warn
+            # that it guesses the device (it did on each run on our H100)
+            if "device_id" in inspect.signature(dist.init_process_group).parameters:
+                options["device_id"] = device
+        dist.init_process_group(chosen, **options)  # type: ignore[arg-type]
     except (RuntimeError, ValueError, dist.DistError) as error:
         raise BenchFailure(f"cannot start the {chosen} process group: {first_line(error)}") from error
     return Group(dist.get_rank(), dist.get_world_size(), device, chosen)
