@@ -836,6 +836,7 @@ class NcclTopologyDump(BaseModel):
     GPUs with their NVLinks, NICs."""
 
     source: str
+    host: str | None = Field(None, description="From the file name of a run's per-host dump (nccl-topo.<host>.xml).")
     version: int | None = None
     host_hash: str | None = None
     cpus: list[XmlCpu] = Field(default_factory=list)
@@ -867,6 +868,7 @@ class NcclGraphDump(BaseModel):
     """NCCL's graph XML (NCCL_GRAPH_DUMP_FILE)."""
 
     source: str
+    host: str | None = Field(None, description="From the file name of a run's per-host dump (nccl-graph.<host>.xml).")
     version: int | None = None
     graphs: list[XmlGraph] = Field(default_factory=list)
 

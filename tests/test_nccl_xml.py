@@ -147,3 +147,20 @@ def test_an_xml_dump_with_nul_bytes_is_binary_and_refused_whole(tmp_path: Path) 
     lines = (REPO / "fixtures/xml/cloud_vm_topo_file.xml").read_bytes().split(b"\n")
     lines[4] = b"\x00" + lines[4]
     assert "binary data (NUL bytes), not a text log; skipped" in refused(tmp_path, "nul.xml", b"\n".join(lines))
+
+
+def test_a_runs_per_host_dump_is_read_with_the_host_its_file_names(tmp_path: Path) -> None:
+    from ncclscope.model import RunRecord
+    from ncclscope.reading import read_case
+    from ncclscope.runner.rundir import evidence_inputs
+
+    run = tmp_path / "run"
+    run.mkdir()
+    source = REPO / "fixtures/xml/h100_gpu3_x8_topo.xml"
+    for host in ("gpu-a01", "gpu-a02"):
+        (run / f"nccl-topo.{host}.xml").write_bytes(source.read_bytes())
+    record = RunRecord(started="2026-11-24T08:00:00+00:00", backend="nccl-tests")
+    assert evidence_inputs(run, record) == ["nccl-topo.gpu-a01.xml", "nccl-topo.gpu-a02.xml"]
+    case = read_case([str(run / "nccl-topo.gpu-a01.xml"), str(run / "nccl-topo.gpu-a02.xml")], jobs=1).case
+    assert [d.host for d in case.topology_dumps] == ["gpu-a01", "gpu-a02"]
+    assert read_case([str(source)], jobs=1).case.topology_dumps[0].host is None

@@ -209,3 +209,60 @@ def test_the_nccl_version_line_wins_over_the_nccl_tests_banner() -> None:
     banner = "# nccl-tests version 2.17.6 nccl-headers=22703 nccl-library=22703"
     assert nccl_version([banner]) == "2.27.3"
     assert nccl_version([banner, "host:1:1 [0] NCCL INFO NCCL version 2.27.5+cuda12.9"]) == "2.27.5"
+
+
+# ------------------------------------------------------------------------------ one topology dump per host
+def test_a_run_on_several_hosts_asks_each_host_for_its_own_dumps(tmp_path: Path) -> None:
+    assert "NCCLSCOPE_HOST_DUMPS" not in debug_environment(tmp_path, {}).wanted  # one host: rank 0's dumps
+    env = debug_environment(tmp_path, {}, hosts=2)
+    assert env.applied["NCCLSCOPE_HOST_DUMPS"] == "1"
+    # dump files the user named stay as the user named them
+    assert "NCCLSCOPE_HOST_DUMPS" not in debug_environment(tmp_path, {"NCCL_TOPO_DUMP_FILE": "/x.xml"}, hosts=2).wanted
+    layout = Layout("mpirun", 8, parse_hosts("h1,h2", 8))
+    argv = nccl_tests_command("all_reduce_perf", SWEEP, layout, env.names)
+    assert "-x" in argv and "NCCLSCOPE_HOST_DUMPS" in argv
+    wrapper = argv.index("sh")
+    assert argv[wrapper + 1] == "-c" and argv[wrapper + 3] == "ncclscope-host-dumps"
+    assert argv[wrapper + 4 :] == "all_reduce_perf -b 8 -e 8G -f 2 -n 20 -w 5 -g 1 -c 1".split()
+
+
+@pytest.mark.parametrize(
+    ("ranks", "expected_rank"),
+    [
+        ({"OMPI_COMM_WORLD_RANK": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "8"),  # Open MPI
+        ({"SLURM_PROCID": "16", "SLURM_LOCALID": "0"}, "16"),  # srun
+        ({"PMI_RANK": "4", "MPI_LOCALRANKID": "0"}, "4"),  # MPICH / Intel MPI
+        ({"OMPI_COMM_WORLD_RANK": "9", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}, None),  # not the host's first
+    ],
+)
+def test_the_wrapper_gives_local_rank_0_its_hosts_dump_files(tmp_path: Path, ranks: dict, expected_rank) -> None:  # type: ignore[no-untyped-def,type-arg]
+    import os
+    import socket
+    import subprocess
+
+    from ncclscope.runner.environment import host_dump_command
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "SLURM_", "PMI_", "MPI_"))}
+    dumps = {"NCCL_TOPO_DUMP_FILE": "/runs/r1/nccl-topo.xml", "NCCL_GRAPH_DUMP_FILE": "/runs/r1/nccl-graph.xml"}
+    env = {**base, **dumps, **ranks, "NCCLSCOPE_HOST_DUMPS": "1"}
+    done = subprocess.run(host_dump_command(["env"]), env=env, capture_output=True, text=True, check=True)
+    seen = dict(line.split("=", 1) for line in done.stdout.splitlines() if line.startswith("NCCL_"))
+    host = socket.gethostname().split(".")[0]
+    if expected_rank is None:
+        assert seen["NCCL_TOPO_DUMP_FILE"] == "/runs/r1/nccl-topo.xml" and "NCCL_TOPO_DUMP_FILE_RANK" not in seen
+    else:
+        assert seen["NCCL_TOPO_DUMP_FILE"] == f"/runs/r1/nccl-topo.{host}.xml"
+        assert seen["NCCL_GRAPH_DUMP_FILE"] == f"/runs/r1/nccl-graph.{host}.xml"
+        assert seen["NCCL_TOPO_DUMP_FILE_RANK"] == seen["NCCL_GRAPH_DUMP_FILE_RANK"] == expected_rank
+
+
+def test_the_built_in_benchmark_sets_the_same_for_torchruns_local_rank_0() -> None:
+    from ncclscope.runner.environment import host_dump_env
+
+    env = {"NCCLSCOPE_HOST_DUMPS": "1", "RANK": "8", "LOCAL_RANK": "0", "NCCL_TOPO_DUMP_FILE": "/r/nccl-topo.xml"}
+    assert host_dump_env(env, "gpu-b07.cluster.example") == {
+        "NCCL_TOPO_DUMP_FILE": "/r/nccl-topo.gpu-b07.xml",
+        "NCCL_TOPO_DUMP_FILE_RANK": "8",
+    }
+    assert host_dump_env({**env, "LOCAL_RANK": "3"}, "gpu-b07") == {}
+    assert host_dump_env({**env, "NCCLSCOPE_HOST_DUMPS": ""}, "gpu-b07") == {}

@@ -43,6 +43,8 @@ EVIDENCE_CHARS = 400
 XmlForm = Literal["topology", "graph"]
 _ROOT_RE = re.compile(rb"<(system|graphs)[\s>/]")
 _SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)")
+# the runner's per-host dumps of a run on several hosts (runner/environment.py): nccl-topo.<host>.xml
+_HOST_FILE_RE = re.compile(r"(?:^|/)nccl-(?:topo|graph)\.([^/]+)\.xml$")
 
 
 class XmlRefused(ValueError):
@@ -150,11 +152,13 @@ class _Builder:
     def _made(self, tag: str, a: dict[str, str]) -> Any:
         dump = self.dump
         if not self.stack:
+            named = _HOST_FILE_RE.search(self.source)
+            host = named.group(1) if named else None
             if tag == "system":
-                self.dump = NcclTopologyDump(source=self.source, version=_int(a.get("version")))
+                self.dump = NcclTopologyDump(source=self.source, host=host, version=_int(a.get("version")))
                 return self.dump
             if tag == "graphs":
-                self.dump = NcclGraphDump(source=self.source, version=_int(a.get("version")))
+                self.dump = NcclGraphDump(source=self.source, host=host, version=_int(a.get("version")))
                 return self.dump
             raise ValueError(f"the root element is <{tag}>, not NCCL's <system> or <graphs>")
         if isinstance(dump, NcclTopologyDump):

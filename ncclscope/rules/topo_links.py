@@ -26,8 +26,8 @@ GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}  # PCIe generatio
 
 
 def _host(dump: NcclTopologyDump) -> str:
-    """The dump names no host: its file does (NCCL_TOPO_DUMP_FILE with %h, or one file per host)."""
-    return dump.source
+    """The dump names no host: a run's per-host file name does (nccl-topo.<host>.xml), else the file itself."""
+    return dump.host or dump.source
 
 
 def _link(device: XmlPciDevice) -> str:

@@ -21,11 +21,14 @@ CLOSE = ("PIX", "PXB")  # through PCIe switches only, not the CPU: where GPUDire
 P2P_SETTINGS = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL")
 
 
-def _paired(dump_source: str, matrices: list[TopologyMatrix], dumps: int) -> TopologyMatrix | None:
+def _paired(dump: NcclTopologyDump, matrices: list[TopologyMatrix], dumps: int) -> TopologyMatrix | None:
     """The `topo -m` matrix of the dump's host: the only one when each side has one, else by name."""
     if len(matrices) == 1 and dumps == 1:
         return matrices[0]
-    stem = dump_source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if dump.host:  # a run's per-host dump: the matrix whose file names the same host
+        found = [m for m in matrices if dump.host in m.source.rsplit("/", 1)[-1]]
+        return found[0] if len(found) == 1 else None
+    stem = dump.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     for part in stem.replace("_", "-").split("-"):
         if len(part) > 2 and part not in ("nccl", "topo", "dump", "xml"):
             found = [m for m in matrices if part in m.source]
@@ -48,7 +51,7 @@ def _switches(busid: str, dump: NcclTopologyDump) -> list[str]:
 def _dump_views(case: Case) -> Iterable[tuple[str, str, list[Evidence]]]:
     """(host, what disagrees, evidence) from the topology dumps against `topo -m`."""
     for dump in case.topology_dumps:
-        matrix = _paired(dump.source, case.topologies, len(case.topology_dumps))
+        matrix = _paired(dump, case.topologies, len(case.topology_dumps))
         if matrix is None or not matrix.nics:
             continue
         gpu_bus = {f"GPU{g.dev}": g.busid for g in dump.gpus if g.dev is not None}

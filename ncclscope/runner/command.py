@@ -141,7 +141,7 @@ def run(
         err.print(f"ncclscope: {exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     run_dir = out or default_run_dir()
-    env = debug_environment(run_dir, os.environ)
+    env = debug_environment(run_dir, os.environ, hosts=layout.host_count)
     steps = planning.plan_steps(
         names, chosen.binaries, sweep, layout, env.names, "nccl" if gpus else "gloo", sys.executable
     )

@@ -22,6 +22,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from ncclscope.runner.environment import HOST_DUMPS_FLAG, host_dump_command
+
 DEFAULT_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
 COLLECTIVES = (*DEFAULT_COLLECTIVES, "broadcast", "reduce")
 GPU_MAX_BYTES = "8G"  # large enough for busbw to reach its plateau on NVLink and InfiniBand
@@ -163,7 +165,10 @@ def nccl_tests_command(binary: str, sweep: Sweep, layout: Layout, env_names: lis
     tail = [binary, *sweep.args()]
     if layout.launcher == "none":
         return [*tail, "-g", str(layout.ranks_per_host), "-c", "1"]
-    return [*_launcher_prefix(layout, env_names, per_host=None), *tail, "-g", "1", "-c", "1"]
+    test = [*tail, "-g", "1", "-c", "1"]
+    if HOST_DUMPS_FLAG in env_names:  # several hosts: one topology and graph dump per host
+        test = host_dump_command(test)
+    return [*_launcher_prefix(layout, env_names, per_host=None), *test]
 
 
 def torch_command(

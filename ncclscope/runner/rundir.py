@@ -6,6 +6,8 @@
     nccl.<host>.<pid>.log      NCCL_DEBUG_FILE of every process
     nccl-topo.xml              NCCL_TOPO_DUMP_FILE (what NCCL detected; written by rank 0 only)
     nccl-graph.xml             NCCL_GRAPH_DUMP_FILE (the channels NCCL chose; rank 0)
+    nccl-topo.<host>.xml       on several hosts: each host's own dumps, from its local rank 0
+    nccl-graph.<host>.xml
     env.txt                    NCCL_*, CUDA_*, FI_*, UCX_* as the collectives saw them
     topo.txt, nvidia-smi-q.txt, nvlink.txt, p2p.txt, ibstat.txt
                                the machine's own reports (capture.HOST_REPORTS), where its tools exist
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from ncclscope.model import RunRecord
 from ncclscope.runner.capture import HOST_REPORTS
-from ncclscope.runner.environment import DEBUG_FILE_GLOB, GRAPH_DUMP_NAME, TOPO_DUMP_NAME
+from ncclscope.runner.environment import DEBUG_FILE_GLOB, GRAPH_DUMP_NAME, HOST_DUMP_GLOBS, TOPO_DUMP_NAME
 from ncclscope.sources import RUN_MANIFEST
 
 EVIDENCE_CAPTURES = tuple(report.file for report in HOST_REPORTS)  # the parsers read them; env.txt is for people
@@ -62,6 +64,7 @@ def evidence_inputs(run_dir: Path, record: RunRecord) -> list[str]:
     names += nccl_logs(run_dir)
     names += [c.file for c in record.captures if c.file in EVIDENCE_CAPTURES]
     names += [TOPO_DUMP_NAME, GRAPH_DUMP_NAME]  # what NCCL detected and chose (parse/nccl_xml.py), when written
+    names += sorted(p.name for pattern in HOST_DUMP_GLOBS for p in run_dir.glob(pattern) if p.is_file())
     return [name for name in names if _holds_something(run_dir / name)]
 
 

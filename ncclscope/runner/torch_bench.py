@@ -58,6 +58,7 @@ import torch.distributed as dist
 
 from ncclscope import __version__
 from ncclscope.runner import plan
+from ncclscope.runner.environment import host_dump_env
 
 CORRUPT_ENV = "NCCLSCOPE_TORCH_BENCH_CORRUPT"
 
@@ -548,6 +549,7 @@ def join_group(backend: str, timeout: float) -> Group:
     chosen = "nccl" if backend == "nccl" or (backend == "auto" and gpu) else "gloo"
     local = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local) if chosen == "nccl" else torch.device("cpu")
+    os.environ.update(host_dump_env(os.environ, socket.gethostname()))  # before NCCL reads its variables
     try:
         options: dict[str, object] = {"timeout": timedelta(seconds=timeout)}
         if chosen == "nccl":
