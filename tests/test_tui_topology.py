@@ -154,3 +154,36 @@ async def test_showing_a_new_case_replaces_the_matrices() -> None:
 def test_snapshot_a100_mlx_columns_with_one_channel(snap_compare) -> None:  # type: ignore[no-untyped-def]
     view = case_view("fixtures/topo/a100_8gpu_mlx_columns.txt", "fixtures/topo_cases/a100_8gpu_nvlink_one_channel.log")
     assert snap_compare(harness(view), terminal_size=SIZE)
+
+
+async def test_the_device_tree_shows_each_host_with_its_degraded_links_in_red() -> None:
+    from textual.widgets import Tree
+
+    app = harness(
+        case_view(
+            "fixtures/xml/h100_gpu3_x8_topo.xml",
+            "fixtures/xml/dgx_h100_graph.xml",
+            "fixtures/smi/nvidia_smi_q_gpu3_x8.txt",
+            "fixtures/smi/nvlink_s_8x_h100.txt",
+            "fixtures/ib/ibstat_port_down_and_slow.txt",
+        )
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        (tree,) = app.query(".device-tree").results(Tree)
+        labels: dict[str, object] = {}
+
+        def walk(node) -> None:  # type: ignore[no-untyped-def]
+            labels[node.label.plain] = node.label
+            for child in node.children:
+                walk(child)
+
+        walk(tree.root)
+        (gpu3,) = [k for k in labels if k.startswith("GPU 3 ")]
+        assert "16 GT/s x8 (max 32 GT/s x16)" in gpu3 or "x8" in gpu3, gpu3
+        assert gpu3.endswith("[degraded]")
+        assert any(span.style == "bold red" for span in labels[gpu3].spans) or labels[gpu3].style == "bold red"
+        assert any(k.startswith("CPU / NUMA node 1") for k in labels)
+        assert any("NCCL's paths: NET/3 (mlx5_3) -> GPU 3" in k for k in labels)
+        titles = [str(w.content) for w in app.query(".title").results(Static)]
+        assert any(t.startswith("Device tree of fixtures/xml/h100_gpu3_x8_topo.xml (") for t in titles), titles

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ncclscope import __version__
+from ncclscope.device_tree import TreeNode, device_trees
 from ncclscope.model import Analysis, Connection, Evidence, Finding, TopologyMatrix
 from ncclscope.render.findings import describe_platform, headline
 from ncclscope.render.findings import evidence_shown as capped_evidence
@@ -34,6 +35,7 @@ SECTIONS = [
     ("settings", "NCCL settings"),
     ("topology", "Topology"),
     ("nics", "GPU to nearest NIC"),
+    ("devices", "Device tree"),
     ("transports", "Transports"),
     ("benchmarks", "Benchmarks"),
     ("diff", "Run comparison"),
@@ -184,6 +186,12 @@ figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 figcaption { font-size: 12px; color: #475467; }
 .plots { display: flex; flex-wrap: wrap; gap: 8px; }
 .reg { color: var(--err); font-weight: 600; }
+ul.tree, ul.tree ul { list-style: none; margin: 0; padding-left: 18px; border-left: 1px dotted var(--line); }
+ul.tree { padding-left: 0; border: 0; font-size: 13px; }
+ul.tree .dev { font-weight: 600; } ul.tree .link { font-family: ui-monospace, monospace; font-size: 12px; }
+ul.tree li.note { color: #475467; font-size: 12px; }
+ul.tree li.state-degraded > .dev, ul.tree li.state-degraded > .link { color: var(--err); }
+ul.tree li.state-lowered > .dev, ul.tree li.state-lowered > .link { color: #98a2b3; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11px; }
   nav { display: none; }
@@ -421,6 +429,38 @@ def _topology(analysis: Analysis) -> str:
     return "".join(parts)
 
 
+def _device_node(node: TreeNode) -> str:
+    link = f' <span class="link">{e(node.link)}</span>' if node.link else ""
+    state = f' <span class="badge {"error" if node.state == "degraded" else ""}">{e(node.state)}</span>'
+    head = f'<span class="dev {node.kind}">{e(node.label)}</span>{link}{state if node.state != "ok" else ""}'
+    notes = "".join(f'<li class="note">{e(note)}</li>' for note in node.notes)
+    children = "".join(_device_node(child) for child in node.children)
+    inner = f"<ul>{notes}{children}</ul>" if notes or children else ""
+    return f'<li class="state-{node.state}">{head}{inner}</li>'
+
+
+def _devices(analysis: Analysis) -> str:
+    """Each host's device tree (device_tree.py): degraded links in red, NCCL's NIC <-> GPU paths."""
+    trees = device_trees(analysis.case)
+    if not trees:
+        return (
+            "<p>No NCCL topology dump and no host report (<code>nvidia-smi -q</code>, <code>ibstat</code>) in the"
+            " inputs: <code>ncclscope run</code> collects them.</p>"
+        )
+    parts = []
+    for tree in trees:
+        bad = len(tree.degraded)
+        parts.append(
+            f"<h3>{e(tree.host)}" + (f' <span class="badge error">{bad} degraded</span>' if bad else "") + "</h3>"
+        )
+        parts.append(f'<p class="muted">from {e(", ".join(tree.sources))}</p>')
+        parts.append(f'<ul class="tree">{_device_node(tree.root)}</ul>')
+        if tree.paths:
+            parts.append("<details><summary>NCCL's paths between NICs and GPUs (graph dump)</summary><pre>")
+            parts.append(e("\n".join(tree.paths)) + "</pre></details>")
+    return "".join(parts)
+
+
 def _nics(analysis: Analysis) -> str:
     mats = [m for m in analysis.case.topologies if m.gpus and m.nics]
     if not mats:
@@ -589,6 +629,7 @@ def render_html(
         "settings": _settings(analysis),
         "topology": _topology(analysis),
         "nics": _nics(analysis),
+        "devices": _devices(analysis),
         "transports": _transports(analysis),
         "benchmarks": _benchmarks(analysis, plots, unplotted),
         "warnings": _warnings(analysis),

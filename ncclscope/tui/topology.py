@@ -1,5 +1,6 @@
 """The Topology screen of the TUI: `nvidia-smi topo -m` matrices coloured by link class, each GPU's nearest NIC
-with its NUMA/CPU affinity, and the findings about the wiring."""
+with its NUMA/CPU affinity, each host's device tree (device_tree.py: what NCCL detected, the host's own reports of
+its links, degraded links in red, the GPU <-> NIC paths NCCL chose), and the findings about the wiring."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Grid, Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode as UiNode
 
+from ncclscope.device_tree import HostTree, TreeNode, device_trees
 from ncclscope.model import TopologyMatrix
 from ncclscope.topology import NV_TOKEN, NearestNic, link, nearest_nics, nic_label
 from ncclscope.tui.finding_links import FindingLinks
@@ -115,6 +119,43 @@ def _legend(topologies: list[TopologyMatrix]) -> Grid:
     return _grid("legend", "6 1fr", cells)
 
 
+STATE_STYLES = {"degraded": "bold red", "lowered": "dim", "ok": ""}
+
+
+def _device_tree(host: HostTree) -> list[Widget]:
+    """A host's devices as a Tree, expanded: degraded links in red, lowered ones dim, notes as leaves."""
+    bad = len(host.degraded)
+    title = f"Device tree of {host.host}" + (f" ({bad} degraded)" if bad else "")
+    widget: Tree[None] = Tree(_label(host.root), classes="device-tree")
+    widget.show_root = True
+    _fill(widget.root, host.root)
+    widget.root.expand_all()
+    widgets: list[Widget] = [Static(title, classes="title", markup=False), widget]
+    if host.paths:
+        widgets.append(Static("NCCL's paths between NICs and GPUs (graph dump)", classes="title"))
+        widgets.append(Static("\n".join(host.paths), classes="paths", markup=False))
+    return widgets
+
+
+def _label(node: TreeNode) -> Text:
+    text = Text(node.label, style=STATE_STYLES[node.state])
+    if node.link:
+        text.append(f"  {node.link}", style=STATE_STYLES[node.state] or "cyan")
+    if node.state != "ok":
+        text.append(f"  [{node.state}]", style=STATE_STYLES[node.state])
+    return text
+
+
+def _fill(ui: UiNode[None], node: TreeNode) -> None:
+    for note in node.notes:
+        ui.add_leaf(Text(note, style="italic"))
+    for child in node.children:
+        branch = ui.add(_label(child))
+        _fill(branch, child)
+        if not child.children and not child.notes:
+            branch.allow_expand = False
+
+
 class TopologyPane(VerticalScroll):
     """Each matrix coloured by link class with its nearest-NIC table, one legend, and the topology findings."""
 
@@ -137,6 +178,8 @@ class TopologyPane(VerticalScroll):
     TopologyPane .link-node { background: $warning 70%; }
     TopologyPane .link-sys { background: $error 70%; }
     TopologyPane .link-self, TopologyPane .link-other { color: $text-muted; }
+    TopologyPane .device-tree { height: auto; max-height: 60; }
+    TopologyPane .paths { color: $text-muted; }
     """
 
     def __init__(self, **kwargs: str) -> None:
@@ -157,6 +200,7 @@ class TopologyPane(VerticalScroll):
     def show_case(self, view: CaseView) -> None:
         topologies = view.case.topologies
         self.nearest = [nearest_nics(t) for t in topologies]
+        trees = device_trees(view.case)
         message = self.query_one("#topo-message", Static)
         message.update(NO_MATRIX)
         message.display = not topologies
@@ -167,6 +211,8 @@ class TopologyPane(VerticalScroll):
             widgets += self._section(topo, title, nearest)
         if topologies:
             widgets += [Static("Link classes, nearest first", classes="title"), _legend(topologies)]
+        for tree in trees:
+            widgets += _device_tree(tree)
         matrices.mount_all(widgets)
         for widget in self.query(".findings"):
             widget.display = True
