@@ -74,7 +74,7 @@ def _from_dump(
     cpus: dict[int | None, TreeNode] = {}
     for cpu in dump.cpus:
         what = " ".join(p for p in (cpu.vendor, cpu.arch) if p)
-        cpus[cpu.numa_id] = TreeNode("cpu", f"CPU / NUMA node {cpu.numa_id}" + (f" ({what})" if what else ""))
+        cpus[cpu.numa_id] = TreeNode("cpu", _cpu_label(cpu.numa_id) + (f" ({what})" if what else ""))
         root.children.append(cpus[cpu.numa_id])
     best = _best_links(dump.pci)
     nodes: dict[str, TreeNode] = {}
@@ -85,7 +85,7 @@ def _from_dump(
         if parent is None:
             parent = cpus.get(device.numa_id)
         if parent is None:
-            parent = cpus.setdefault(device.numa_id, TreeNode("cpu", f"CPU / NUMA node {device.numa_id}"))
+            parent = cpus.setdefault(device.numa_id, TreeNode("cpu", _cpu_label(device.numa_id)))
             if parent not in root.children:
                 root.children.append(parent)
         parent.children.append(nodes[device.busid])
@@ -252,6 +252,11 @@ def _paths(graph: NcclGraphDump, dump: NcclTopologyDump, nodes: dict[str, TreeNo
 
 
 # ------------------------------------------------------------------------------------------- helpers
+def _cpu_label(numa_id: int | None) -> str:
+    # -1: NCCL could not read the node (a VM without /sys/devices/system/node, as on our H100 VM)
+    return f"CPU / NUMA node {numa_id}" if numa_id is not None and numa_id >= 0 else "CPU (NUMA node unknown to NCCL)"
+
+
 def _best_links(devices: list[XmlPciDevice]) -> dict[tuple, tuple[float, int]]:
     best: dict[tuple, tuple[float, int]] = {}
     for d in devices:

@@ -219,3 +219,13 @@ async def test_the_raw_log_screen_filters_by_regular_expression_inside_the_app(r
         text = (REPO / JOB).read_text().splitlines()
         expected = [n for n, line in enumerate(text, 1) if "via NET/Socket" in line]
         assert expected and [lines.line_at(row) for row in range(lines.row_count)] == expected
+
+
+def test_topology_screen_device_tree_snapshot(repo_cwd: Path, snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Our own H100 run: NCCL's tree of the VM (one GPU, eth0 on no PCI device) with nvidia-smi -q's link."""
+
+    async def open_topology(pilot: Pilot[int]) -> None:
+        await parsed(pilot.app, pilot)  # type: ignore[arg-type]
+        await pilot.press("4")
+
+    assert snap_compare(app_for("fixtures/device/h100_run_nccl_tests"), terminal_size=SIZE, run_before=open_topology)
