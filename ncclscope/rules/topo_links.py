@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ncclscope.model import Case, Evidence, Finding, NcclTopologyDump, NvlinkGpu, SmiGpu, XmlGpu, XmlPciDevice
-from ncclscope.rules.context import Context, shown
+from ncclscope.rules.context import EVIDENCE_SHOWN, Context, shown
 from ncclscope.rules.registry import make_finding, rule
 from ncclscope.rules.topo_common import number_ranges
 
@@ -75,6 +75,7 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
     NVIDIA nvidia-smi documentation (PCIe generation and link width, current and max); PCI Express
     base specification (link training, LnkCap/LnkSta)
     """
+    from_dumps: list[tuple[set[int | None], Finding]] = []
     for dump in ctx.case.topology_dumps:
         peers: dict[tuple, list[XmlPciDevice]] = defaultdict(list)
         for device in dump.pci:
@@ -100,11 +101,25 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
                 f"on {_host(dump)}: {names}, where its {len(group) - len(slow)} {kind} peers run {_link(full)} ({DUMP})"
             )
             evidence = [d.evidence for d in slow if d.evidence] + ([full.evidence] if full.evidence else [])
-            yield make_finding(
+            finding = make_finding(
                 "TOPO007", "error" if used else "warning", message, evidence=shown(evidence),
                 evidence_count=len(evidence), hosts=[_host(dump)],
             )  # fmt: skip
-    yield from _smi_pcie_degraded(ctx.case)
+            from_dumps.append(({bus_key(d.busid) for d in slow}, finding))
+    from_smi = list(_smi_pcie_degraded(ctx.case))
+    # one host in each view: the same GPU seen slow by both is one finding that names both views
+    one_host = len(ctx.case.topology_dumps) == 1 and len({g.source for g in ctx.case.smi_gpus}) == 1
+    for buses, finding in from_dumps:
+        same = [f for b, f in from_smi if one_host and b & buses]
+        for other in same:
+            from_smi = [(b, f) for b, f in from_smi if f is not other]
+            finding.message += f"; {other.message.split(': ', 1)[1]}"
+            finding.severity = "error" if "error" in (finding.severity, other.severity) else finding.severity
+            half = EVIDENCE_SHOWN // 2  # both views keep lines of their own
+            finding.evidence = [*shown(finding.evidence, half), *shown(other.evidence, EVIDENCE_SHOWN - half)]
+            finding.evidence_count += other.evidence_count
+        yield finding
+    yield from (f for _, f in from_smi)
 
 
 def bus_key(bus_id: str) -> int | None:
@@ -118,7 +133,7 @@ def _smi_link(gen: int | None, width: int | None) -> str:
     return f"{speed} x{width}" if width is not None else speed
 
 
-def _smi_pcie_degraded(case: Case) -> Iterable[Finding]:
+def _smi_pcie_degraded(case: Case) -> Iterable[tuple[set[int | None], Finding]]:
     nccl_buses = {bus_key(m.bus_id) for c in case.communicators for m in c.ranks if m.bus_id}
     by_source: dict[str, list[SmiGpu]] = defaultdict(list)
     for gpu in case.smi_gpus:
@@ -142,10 +157,11 @@ def _smi_pcie_degraded(case: Case) -> Iterable[Finding]:
         # NCCL's ranks name their GPUs' bus ids: a GPU none of them uses carries no NCCL traffic
         used = not nccl_buses or any(bus_key(g.bus_id) in nccl_buses for g in slow)
         evidence = [e for g in slow for e in ([g.evidence] if g.evidence else []) + g.link_evidence]
-        yield make_finding(
+        finding = make_finding(
             "TOPO007", "error" if used else "warning", f"on {source}: {names} ({SMI})",
             evidence=shown(evidence), evidence_count=len(evidence), hosts=[source],
         )  # fmt: skip
+        yield {bus_key(g.bus_id) for g in slow}, finding
 
 
 # =============================================================================== TOPO008

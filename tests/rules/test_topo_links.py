@@ -4,6 +4,7 @@ are how a host was built, not a fault."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from conftest import REPO, findings_of, only_finding, run_cli
@@ -128,3 +129,17 @@ def test_healthy_nvlinks_and_a_host_without_nvlink_say_nothing(tmp_path: Path) -
     path = tmp_path / "pcie_only.txt"  # a PCIe host: every link of every GPU inactive alike
     path.write_text(text)
     assert not findings_of("TOPO008", path)
+
+
+def test_the_same_gpu_slow_in_nccls_dump_and_in_nvidia_smi_is_one_finding_naming_both(tmp_path: Path) -> None:
+    # the x8 GPU of the smi fixture moved to the bus id of the dump's x8 GPU: one host seen two ways
+    smi = re.sub("5d:00.0", "5E:00.0", (REPO / "fixtures/smi/nvidia_smi_q_gpu3_x8.txt").read_text(), flags=re.I)
+    (tmp_path / "smi.txt").write_text(smi)
+    f = only_finding("TOPO007", "fixtures/xml/h100_gpu3_x8_topo.xml", tmp_path / "smi.txt")
+    assert "where its 7 GPU peers run 32 GT/s x16 (NCCL's topology dump)" in f.message
+    assert "; GPU 3 (0000:5e:00.0) at 32 GT/s x8, capable of 32 GT/s x16 (nvidia-smi -q)" in f.message
+    assert {e.source.rsplit("/", 1)[-1] for e in f.evidence} == {"h100_gpu3_x8_topo.xml", "smi.txt"}
+    # different GPUs in the two views stay two findings
+    assert (
+        len(findings_of("TOPO007", "fixtures/xml/h100_gpu3_x8_topo.xml", "fixtures/smi/nvidia_smi_q_gpu3_x8.txt")) == 2
+    )
