@@ -574,6 +574,7 @@ class RunCapture(BaseModel):
 
     name: str
     command: list[str] = Field(default_factory=list)
+    host: str | None = Field(None, description="On a run of several hosts: the host this report is from.")
     status: Literal["captured", "empty", "missing", "failed"] = Field(
         description="empty: the tool ran and printed nothing (no file is written)."
     )

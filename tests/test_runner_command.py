@@ -371,3 +371,58 @@ def test_a_report_that_prints_nothing_is_recorded_as_empty_not_as_missing(tmp_pa
     assert (nvlink["status"], nvlink["file"], nvlink["detail"]) == ("empty", None, "no NVLink on this host's GPUs")
     assert not (tmp_path / "run" / "nvlink.txt").exists()
     assert "nvidia-smi nvlink -s" not in done.stdout.decode(), done.stdout.decode()
+
+
+def test_a_run_of_several_hosts_takes_each_hosts_own_reports_through_the_launcher(tmp_path: Path) -> None:
+    """srun cannot run here: a stand-in starts the command once per node of --nodelist for one task per node
+    (as srun --ntasks-per-node 1 does), with that node's `hostname`, and once otherwise. Node n1 has the
+    tools and a newer driver than n2; n2 has no ibstat. Each report lands in its own file,
+    the manifest says which host lacks what, and the analysis compares the hosts (VER002)."""
+    stand_in(tmp_path / "nt", "all_reduce")
+    tools = tmp_path / "tools"
+    for node in ("n1", "n2"):
+        bin_dir = tools / node
+        bin_dir.mkdir(parents=True)
+        (bin_dir / "hostname").write_text(f"#!/bin/sh\necho {node}.cluster.example\n")
+        q = {"n1": "nvidia_smi_q_8x_h100.txt", "n2": "nvidia_smi_q_8x_h100_older_driver.txt"}[node]
+        smi = f'#!/bin/sh\ncase "$*" in\n  "-q") cat "{REPO / "fixtures/smi" / q}" ;;\n  *) exit 1 ;;\nesac\n'
+        (bin_dir / "nvidia-smi").write_text(smi)
+        ibstat = {"n1": "ibstat_8x_ndr.txt", "n2": None}[node]
+        if ibstat:
+            (bin_dir / "ibstat").write_text(f'#!/bin/sh\ncat "{REPO / "fixtures/ib" / ibstat}"\n')
+    srun = (
+        "#!/bin/sh\n"
+        'per_node=""; nodes=""\n'
+        'while [ "$#" -gt 0 ]; do case "$1" in\n'
+        '  --ntasks-per-node) per_node="$2"; shift 2 ;;\n'
+        '  --nodelist) nodes=$(echo "$2" | tr , " "); shift 2 ;;\n'
+        "  --nodes|--gpus-per-node) shift 2 ;;\n"
+        "  --export) shift 2 ;;\n"
+        "  *) break ;;\n"
+        "esac; done\n"
+        'if [ "$per_node" = 1 ]; then for n in $nodes; do PATH="' + str(tools) + '/$n:$PATH" "$@"; done\n'
+        'else exec "$@"; fi\n'
+    )
+    (tools / "srun").write_text(srun)
+    for tool in tools.rglob("*"):
+        if tool.is_file():
+            tool.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tools}:{os.environ['PATH']}", COLUMNS="160", NO_COLOR="1")
+    argv = [sys.executable, "-m", "ncclscope", "run", "--backend", "nccl-tests", "--nccl-tests-dir"]
+    argv += [str(tmp_path / "nt"), "all_reduce", "--launcher", "srun", "--hosts", "n1,n2", "-g", "1", "-e", "1M"]
+    done = subprocess.run([*argv, "--out", "run"], cwd=tmp_path, env=env, capture_output=True, timeout=120, check=False)
+    run_dir = tmp_path / "run"
+    record = manifest(run_dir)
+    got = {(c["name"], c["host"]): (c["status"], c["file"]) for c in record["captures"]}
+    assert got[("nvidia-smi -q", "n1")] == ("captured", "nvidia-smi-q.n1.txt"), done.stderr.decode()
+    assert got[("nvidia-smi -q", "n2")] == ("captured", "nvidia-smi-q.n2.txt")
+    assert got[("ibstat", "n1")] == ("captured", "ibstat.n1.txt")
+    assert got[("ibstat", "n2")] == ("missing", None)
+    assert got[("nvidia-smi topo -m", "n1")] == ("missing", None)  # the stand-in nvidia-smi answers only -q
+    assert {"nvidia-smi-q.n1.txt", "nvidia-smi-q.n2.txt", "ibstat.n1.txt"} <= set(record["inputs"])
+    assert record["versions"]["driver"] == "550.90.07"
+    findings = json.loads((run_dir / "findings.json").read_text(encoding="utf-8"))
+    evd = " ".join(f["message"] for f in findings["findings"] if f["code"] == "EVD001")
+    assert "ibstat on n2 missing" in evd
+    ver002 = [f["message"] for f in findings["findings"] if f["code"] == "VER002"]
+    assert "GPU driver differs across hosts: 535.183.01 on n2; 550.90.07 on n1" in ver002

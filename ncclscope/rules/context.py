@@ -103,6 +103,14 @@ class Context:
         return checks[need]()
 
     # ------------------------------------------------------------------------------- helpers
+    def report_host(self, source: str) -> str:
+        """The host a report of the machine comes from: a run of several hosts names it in the capture
+        (nvidia-smi-q.<host>.txt); otherwise the report's input stands for its host."""
+        name = source.rsplit("/", 1)[-1]
+        run = self.case.run
+        found = next((c.host for c in run.captures if c.host and c.file == name), None) if run else None
+        return found or source
+
     @cached_property
     def single_rank_comms(self) -> bool:
         """Every communicator of the inputs has one rank (a 1-GPU run): nothing connects to anything."""

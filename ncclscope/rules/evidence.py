@@ -115,7 +115,8 @@ def _run_reports(ctx: Context) -> str:
     assert run is not None
     adds = {report.name: report.adds for report in HOST_REPORTS}
     absent = [
-        f"{c.name} {c.status} ({c.detail}): {adds[c.name]}" if c.detail else f"{c.name} {c.status}: {adds[c.name]}"
+        f"{c.name}{f' on {c.host}' if c.host else ''} {c.status}"
+        + (f" ({c.detail}): {adds[c.name]}" if c.detail else f": {adds[c.name]}")
         for c in run.captures
         if c.status not in ("captured", "empty") and c.name in adds  # an empty report is an answer: nothing there
     ]

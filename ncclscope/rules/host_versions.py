@@ -25,14 +25,15 @@ def _collect(ctx: Context) -> Versions:
     for gpu in ctx.case.smi_gpus:
         driver_line = gpu.version_evidence[0] if gpu.version_evidence else None
         if gpu.driver:
-            seen["GPU driver"][gpu.driver].setdefault(gpu.source, driver_line)
+            seen["GPU driver"][gpu.driver].setdefault(ctx.report_host(gpu.source), driver_line)
         if gpu.vbios:
             vbios_line = next((e for e in gpu.version_evidence if "VBIOS" in e.text), None)
-            seen[f"{gpu.product or 'GPU'} VBIOS"][gpu.vbios].setdefault(gpu.source, vbios_line)
+            seen[f"{gpu.product or 'GPU'} VBIOS"][gpu.vbios].setdefault(ctx.report_host(gpu.source), vbios_line)
     for device in ctx.case.ib_devices:
         if device.firmware:
             family = device.firmware.split(".")[0]
-            seen[f"NIC firmware (family {family})"][device.firmware].setdefault(device.source, device.firmware_evidence)
+            host = ctx.report_host(device.source)
+            seen[f"NIC firmware (family {family})"][device.firmware].setdefault(host, device.firmware_evidence)
     return seen
 
 

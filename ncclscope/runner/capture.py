@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,52 @@ def gpu_count(torch_available: bool) -> int:
 
 # what a report that answered with nothing says about the machine
 EMPTY_MEANS = {"nvidia-smi nvlink -s": "no NVLink on this host's GPUs", "ibstat": "no InfiniBand device"}
+
+
+def capture_hosts(run_dir: Path, each_host: list[str], hosts: list[str]) -> tuple[list[RunCapture], dict[str, str]]:
+    """Each report from every host of a run of several hosts: the launcher (`each_host`, one process per
+    host) runs the tool there into <file stem>.<host>.txt of the (shared) run directory. A host with no
+    file is recorded as missing the report; the driver and CUDA versions come from the first host's -q."""
+    captures: list[RunCapture] = []
+    versions: dict[str, str] = {}
+    for report in HOST_REPORTS:
+        stem = report.file.removesuffix(".txt")
+        header = f"echo '# {' '.join(report.argv)}'; " if report.file == "p2p.txt" else ""
+        script = (
+            f"command -v {report.argv[0]} >/dev/null 2>&1 || exit 0; h=$(hostname); h=${{h%%.*}}; "
+            f'out="{run_dir.resolve()}/{stem}.$h.txt"; {{ {header}{shlex.join(report.argv)}; }} > "$out" 2>/dev/null '
+            '|| rm -f "$out"'
+        )
+        done = _run([*each_host, "sh", "-c", script])
+        found = {p.name[len(stem) + 1 : -4]: p for p in sorted(run_dir.glob(f"{stem}.*.txt"))}
+        for host in hosts:
+            short = host.split(".", 1)[0]
+            path = found.pop(short, None) or found.pop(host, None)
+            captures.append(_host_capture(report, host, path, done))
+        captures += [_host_capture(report, host, path, done) for host, path in found.items()]  # names unlike --hosts
+        first = next((c for c in captures if c.name == "nvidia-smi -q" and c.status == "captured" and c.file), None)
+        if first is not None and not versions:
+            versions.update(driver_versions((run_dir / first.file).read_text(encoding="utf-8", errors="replace")))
+    try:
+        versions["torch"] = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return captures, versions
+
+
+def _host_capture(
+    report: HostReport, host: str, path: Path | None, done: subprocess.CompletedProcess[str] | None
+) -> RunCapture:
+    base = {"name": report.name, "command": report.argv, "host": host}
+    if path is None:
+        why = "the launcher did not answer" if done is None else f"{report.argv[0]} absent or failed there"
+        return RunCapture(**base, status="missing", detail=why)
+    if not path.read_text(encoding="utf-8", errors="replace").strip().lstrip("#").strip() or (
+        report.file == "p2p.txt" and len(path.read_text(encoding="utf-8", errors="replace").splitlines()) < 2
+    ):
+        path.unlink()
+        return RunCapture(**base, status="empty", detail=EMPTY_MEANS.get(report.name, ""))
+    return RunCapture(**base, status="captured", file=path.name)
 
 
 def capture_machine(run_dir: Path) -> tuple[list[RunCapture], dict[str, str]]:

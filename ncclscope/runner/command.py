@@ -149,7 +149,7 @@ def run(
         meet = f"they meet at {layout.hosts[0].name}:{planning.RDZV_PORT}"
         err.print(f"ncclscope: --launcher torchrun: start this same command on every host of --hosts; {meet}")
     if dry_run:
-        _print_plan(chosen.name, env, steps, run_dir)
+        _print_plan(chosen.name, env, steps, run_dir, planning.each_host_prefix(layout))
         raise typer.Exit(0)
     limit = timeout if timeout is not None else (planning.GPU_TIMEOUT_S if on_gpus else planning.CPU_TIMEOUT_S)
     if limit <= 0:
@@ -159,11 +159,17 @@ def run(
     raise typer.Exit(code)
 
 
-def _print_plan(backend: str, env: RunEnvironment, steps: list[tuple[str, list[str]]], run_dir: Path) -> None:
+def _print_plan(
+    backend: str, env: RunEnvironment, steps: list[tuple[str, list[str]]], run_dir: Path, each_host: list[str] | None
+) -> None:
     """--dry-run: the environment each command gets, then the commands, one per collective (shell syntax)."""
     import shlex
 
     print(f"# backend {backend}; run directory {run_dir} (not created: --dry-run)")
+    if each_host:
+        print(
+            f"# each host's own reports (nvidia-smi, ibstat) are taken there through: {shlex.join(each_host)} sh -c ..."
+        )
     for name, value in env.wanted.items():
         if name in env.user:
             print(f"# {name}={shlex.quote(env.user[name])} (yours, kept; ncclscope would set {value})")
@@ -189,6 +195,7 @@ def _run(
 
     from ncclscope import __version__
     from ncclscope.model import RunRecord, RunStep
+    from ncclscope.runner.plan import each_host_prefix
     from ncclscope.runner.rundir import create_run_dir, now
     from ncclscope.runner.session import Settings, execute
 
@@ -212,7 +219,13 @@ def _run(
         env_user=env.user,
         steps=[RunStep(collective=c, command=argv) for c, argv in steps],
     )
-    settings = Settings(timeout_s=timeout_s, sizes=sweep.sizes(), keep_going=keep_going)
+    settings = Settings(
+        timeout_s=timeout_s,
+        sizes=sweep.sizes(),
+        keep_going=keep_going,
+        each_host=each_host_prefix(layout),
+        hosts=tuple(h.name for h in layout.hosts),
+    )
     record = execute(run_dir, record, env.for_children(os.environ), settings, err)
     code = _analyze(run_dir, fail_on, err) if not no_analyze else 0
     failed = [s for s in record.steps if s.status in ("failed", "timed_out")]

@@ -195,6 +195,14 @@ def torch_command(
     return [*prefix, *torchrun, *rendezvous, *bench]
 
 
+def each_host_prefix(layout: Layout) -> list[str] | None:
+    """The launcher starting one process on every host of a run of several hosts (their own reports are
+    taken there); None where ncclscope starts nothing on the other hosts (one host, torchrun)."""
+    if layout.launcher not in ("mpirun", "srun") or layout.host_count < 2:
+        return None
+    return _launcher_prefix(layout, [], per_host=1)
+
+
 def _launcher_prefix(layout: Layout, env_names: list[str], per_host: int | None) -> list[str]:
     """mpirun or srun starting `per_host` processes on each host (None: one per rank)."""
     if layout.launcher == "mpirun":

@@ -62,7 +62,7 @@ def nccl_logs(run_dir: Path) -> list[str]:
 def evidence_inputs(run_dir: Path, record: RunRecord) -> list[str]:
     names = [name for step in record.steps for name in (step.stdout, step.stderr) if name]
     names += nccl_logs(run_dir)
-    names += [c.file for c in record.captures if c.file in EVIDENCE_CAPTURES]
+    names += [c.file for c in record.captures if c.file and (c.file in EVIDENCE_CAPTURES or c.host)]
     names += [TOPO_DUMP_NAME, GRAPH_DUMP_NAME]  # what NCCL detected and chose (parse/nccl_xml.py), when written
     names += sorted(p.name for pattern in HOST_DUMP_GLOBS for p in run_dir.glob(pattern) if p.is_file())
     return [name for name in names if _holds_something(run_dir / name)]

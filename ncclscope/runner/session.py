@@ -31,6 +31,8 @@ class Settings:
     timeout_s: float
     sizes: int  # rows each collective prints, for the progress bar
     keep_going: bool
+    each_host: list[str] | None = None  # the launcher's one-process-per-host prefix on a run of several hosts
+    hosts: tuple[str, ...] = ()
 
 
 def execute(
@@ -40,7 +42,10 @@ def execute(
     (run_dir / "env.txt").write_text(recorded_environment(child_env), encoding="utf-8")
     write_manifest(run_dir, record)
     try:
-        record.captures, record.versions = capture.capture_machine(run_dir)
+        if settings.each_host:  # several hosts: each one's own reports, through the launcher
+            record.captures, record.versions = capture.capture_hosts(run_dir, settings.each_host, list(settings.hosts))
+        else:
+            record.captures, record.versions = capture.capture_machine(run_dir)
         write_manifest(run_dir, record)
         with _progress(console) as progress:
             for step in record.steps:
