@@ -2,8 +2,8 @@
 (its topology dump) and as the host reports it (`nvidia-smi -q`, `nvidia-smi nvlink -s`, `ibstat`), the links
 that run below what they should in a state of their own, and the GPU <-> NIC paths NCCL chose (its graph dump).
 
-The HTML report and the TUI's Topology screen draw it; the judging is the rules' (TOPO007, TOPO008, NET008):
-a node is `degraded` on the same grounds, so that what is red here is what the findings explain.
+The HTML report and the TUI's Topology screen draw it; the judging is links.py's, the same that TOPO007,
+TOPO008 and NET008 report, so that what is red here is what the findings explain.
 Without a topology dump there is no PCIe tree: the host's own reports are listed flat.
 """
 
@@ -13,10 +13,21 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ncclscope.links import (
+    bus_key,
+    ib_ports,
+    nvlink_groups,
+    nvlink_problems,
+    port_problems,
+    slow_pci,
+    slow_smi,
+    smi_link,
+    xml_link,
+)
 from ncclscope.model import Case, IbDevice, NcclGraphDump, NcclTopologyDump, NvlinkGpu, SmiGpu, XmlNet, XmlPciDevice
+from ncclscope.rules.topo_common import number_ranges
 
 State = Literal["ok", "degraded", "lowered"]  # lowered: a lower PCIe generation on an idle GPU (power saving)
-GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}  # PCIe generation -> GT/s per lane
 PATTERNS = {1: "balanced tree", 2: "split tree", 3: "tree", 4: "ring", 5: "NVLS", 6: "CollNet"}
 
 
@@ -47,27 +58,46 @@ class HostTree:
 
 def device_trees(case: Case) -> list[HostTree]:
     """One tree per topology dump, or, without one, per host report of GPUs or NICs."""
-    smi_by_bus = {_bus(g.bus_id): g for g in case.smi_gpus}
-    nvlink_by_uuid = {g.uuid: g for g in case.nvlink_gpus if g.uuid}
-    ib_by_name = {d.name: d for d in case.ib_devices}
-    trees = [
-        _from_dump(dump, _graph_for(dump, case), smi_by_bus, nvlink_by_uuid, ib_by_name, case)
-        for dump in case.topology_dumps
-    ]
+    judged = _Judged.of(case)
+    trees = [_from_dump(dump, _graph_for(dump, case), judged, case) for dump in case.topology_dumps]
     if not trees and (case.smi_gpus or case.ib_devices):
-        trees.append(_from_reports(case, nvlink_by_uuid))
+        trees.append(_from_reports(case, judged))
     return trees
 
 
+@dataclass
+class _Judged:
+    """The host reports, keyed to join them to NCCL's devices, and what links.py finds wrong in them."""
+
+    smi_by_bus: dict[int | None, SmiGpu]
+    nvlink_by_uuid: dict[str, NvlinkGpu]
+    ib_by_name: dict[str, IbDevice]
+    slow_smi: set[int]  # id() of the GPUs below their maximum
+    nvlink_down: set[int]  # id() of the GPUs with NVLinks down or slow
+    bad_ports: dict[tuple[str, str, int], str]  # (report, NIC, port) -> what is wrong with it
+
+    @classmethod
+    def of(cls, case: Case) -> _Judged:
+        sources = {g.source for g in case.smi_gpus}
+        slow = {id(g) for source in sources for g in slow_smi([x for x in case.smi_gpus if x.source == source])}
+        down = {id(p.gpu) for group in nvlink_groups(case.nvlink_gpus) for p in nvlink_problems(group)}
+        ports = {
+            (source, p.name, p.number): why
+            for source, group in ib_ports(case.ib_devices).items()
+            for p, why in port_problems(group)
+        }
+        return cls(
+            {bus_key(g.bus_id): g for g in case.smi_gpus},
+            {g.uuid: g for g in case.nvlink_gpus if g.uuid},
+            {d.name: d for d in case.ib_devices},
+            slow,
+            down,
+            ports,
+        )
+
+
 # ----------------------------------------------------------------------------------- from NCCL's dump
-def _from_dump(
-    dump: NcclTopologyDump,
-    graph: NcclGraphDump | None,
-    smi_by_bus: dict[int | None, SmiGpu],
-    nvlink_by_uuid: dict[str, NvlinkGpu],
-    ib_by_name: dict[str, IbDevice],
-    case: Case,
-) -> HostTree:
+def _from_dump(dump: NcclTopologyDump, graph: NcclGraphDump | None, judged: _Judged, case: Case) -> HostTree:
     run_host = case.run.host if case.run is not None and len(case.topology_dumps) == 1 else None
     host = dump.host or run_host or dump.source
     root = TreeNode("host", host)
@@ -76,10 +106,10 @@ def _from_dump(
         what = " ".join(p for p in (cpu.vendor, cpu.arch) if p)
         cpus[cpu.numa_id] = TreeNode("cpu", _cpu_label(cpu.numa_id) + (f" ({what})" if what else ""))
         root.children.append(cpus[cpu.numa_id])
-    best = _best_links(dump.pci)
+    slow = {d.busid: (full, size - len(group)) for group, full, size in slow_pci(dump) for d in group}
     nodes: dict[str, TreeNode] = {}
     for device in dump.pci:
-        nodes[device.busid] = _pci_node(device, dump, best, smi_by_bus, nvlink_by_uuid, ib_by_name, case)
+        nodes[device.busid] = _pci_node(device, dump, slow, judged)
     for device in dump.pci:
         parent = nodes.get(device.parent) if device.parent else None
         if parent is None:
@@ -93,7 +123,7 @@ def _from_dump(
     home = next(iter(cpus.values())) if len(cpus) == 1 else root
     for net in (n for n in dump.nets if n.busid is None):
         node = TreeNode("nic", f"NIC {net.name}", notes=["on no PCI device in NCCL's dump"])
-        _net_facts(node, net, ib_by_name)
+        _net_facts(node, net, judged)
         nodes[f"net:{net.dev}"] = node
         home.children.append(node)
     tree = HostTree(host, sorted({dump.source, *(graph.source for graph in [graph] if graph)}), root)
@@ -103,20 +133,15 @@ def _from_dump(
 
 
 def _pci_node(
-    device: XmlPciDevice,
-    dump: NcclTopologyDump,
-    best: dict[tuple, tuple[float, int]],
-    smi_by_bus: dict[int | None, SmiGpu],
-    nvlink_by_uuid: dict[str, NvlinkGpu],
-    ib_by_name: dict[str, IbDevice],
-    case: Case,
+    device: XmlPciDevice, dump: NcclTopologyDump, slow: dict[str, tuple[XmlPciDevice, int]], judged: _Judged
 ) -> TreeNode:
     kind = device.kind if device.kind in ("switch", "gpu", "nic") else "other"
-    node = TreeNode(kind, f"{_kind_word(device)} {device.busid}", link=_xml_link(device))  # type: ignore[arg-type]
-    top = best.get(_group(device))
-    if top and (device.link_speed or 0, device.link_width or 0) < top and device.kind in ("gpu", "nic"):
+    link = xml_link(device) if device.link_speed is not None else ""
+    node = TreeNode(kind, f"{_kind_word(device)} {device.busid}", link=link)  # type: ignore[arg-type]
+    if device.busid in slow:
+        full, peers = slow[device.busid]
         node.state = "degraded"
-        node.notes.append(f"NCCL read {node.link}, where its peers run at {top[0]:g} GT/s x{top[1]}")
+        node.notes.append(f"NCCL read {node.link}, where its {peers} peers run {xml_link(full)}")
     if device.kind == "gpu":
         gpu = next((g for g in dump.gpus if g.busid == device.busid), None)
         if gpu is not None:
@@ -126,85 +151,75 @@ def _pci_node(
                 node.notes.append(f"{links} NVLinks in NCCL's dump")
             if gpu.gdr is False:
                 node.notes.append("GPUDirect RDMA off (gdr=0)")
-        smi = smi_by_bus.get(_bus(device.busid))
+        smi = judged.smi_by_bus.get(bus_key(device.busid))
         if smi is not None:
             read = node.link
-            _smi_facts(node, smi, nvlink_by_uuid.get(smi.uuid or ""), case)
+            _smi_facts(node, smi, judged)
             if read and read not in node.link:
                 node.notes.insert(0, f"NCCL read {read}")
     elif device.kind == "nic":
         for net in (n for n in dump.nets if n.busid == device.busid):
-            _net_facts(node, net, ib_by_name)
+            _net_facts(node, net, judged)
     return node
 
 
-def _net_facts(node: TreeNode, net: XmlNet, ib_by_name: dict[str, IbDevice]) -> None:
+def _net_facts(node: TreeNode, net: XmlNet, judged: _Judged) -> None:
     speed = f", {net.speed / 1000:g} Gb/s" if net.speed else ""
     gdr = "" if net.gdr is None else (", GDR" if net.gdr else ", GDR off")
     node.notes.append(f"NET/{net.dev} {net.name} port {net.port}{speed}{gdr}")
-    ib = ib_by_name.get(net.name)
+    ib = judged.ib_by_name.get(net.name)
     if ib is not None:
-        _ib_facts(node, ib, net.port)
+        _ib_facts(node, ib, net.port, judged)
 
 
-def _smi_facts(node: TreeNode, smi: SmiGpu, nvlink: NvlinkGpu | None, case: Case) -> None:
+def _smi_facts(node: TreeNode, smi: SmiGpu, judged: _Judged) -> None:
     """What `nvidia-smi -q` (and `nvlink -s`) says of this GPU: its link now and at best, its NVLinks."""
-    now, top = _smi_link(smi.pcie_gen, smi.width), _smi_link(smi.pcie_gen_max, smi.width_max)
+    now, top = smi_link(smi.pcie_gen, smi.width), smi_link(smi.pcie_gen_max, smi.width_max)
     node.link = now if now == top else f"{now} (max {top})"
     if smi.product:
         node.label += f" {smi.product}"
-    if smi.width is not None and smi.width_max is not None and smi.width < smi.width_max:
+    if id(smi) in judged.slow_smi:
         node.state = "degraded"
-        node.notes.append(f"link width x{smi.width} of x{smi.width_max} (nvidia-smi -q)")
+        node.notes.append(f"{now}, capable of {top} (nvidia-smi -q)")
     elif smi.pcie_gen is not None and smi.pcie_gen_max is not None and smi.pcie_gen < smi.pcie_gen_max:
-        if smi.performance_state == "P0":
-            node.state = "degraded"
-            node.notes.append(f"PCIe Gen{smi.pcie_gen} of Gen{smi.pcie_gen_max} while busy (P0)")
-        elif node.state == "ok":
+        if node.state == "ok":
             node.state = "lowered"
-            node.notes.append(f"PCIe Gen{smi.pcie_gen} while idle ({smi.performance_state or 'not P0'}): power saving")
+        node.notes.append(f"PCIe Gen{smi.pcie_gen} while idle ({smi.performance_state or 'not P0'}): power saving")
+    nvlink = judged.nvlink_by_uuid.get(smi.uuid or "")
     if nvlink is not None:
-        _nvlink_facts(node, nvlink, case)
+        _nvlink_facts(node, nvlink, judged)
 
 
-def _nvlink_facts(node: TreeNode, gpu: NvlinkGpu, case: Case) -> None:
-    peers = [g for g in case.nvlink_gpus if g.source == gpu.source and g.product == gpu.product and g is not gpu]
-    usual = max((len(p.active) for p in peers), default=len(gpu.active))
+def _nvlink_facts(node: TreeNode, gpu: NvlinkGpu, judged: _Judged) -> None:
     down = [link.link for link in gpu.links if link.speed is None]
     text = f"NVLink: {len(gpu.active)} of {len(gpu.links)} links active"
-    if down:
-        text += f" (down: {', '.join(map(str, down))})"
-    node.notes.append(text)
-    if gpu.active and len(gpu.active) < usual:
+    node.notes.append(text + (f" (down: {number_ranges(down)})" if down else ""))
+    if id(gpu) in judged.nvlink_down:
         node.state = "degraded"
 
 
-def _ib_facts(node: TreeNode, ib: IbDevice, port_no: int | None) -> None:
-    rates = [p.rate for p in ib.ports if p.rate]
+def _ib_facts(node: TreeNode, ib: IbDevice, port_no: int | None, judged: _Judged) -> None:
     for port in ib.ports:
         if port_no is not None and port.port != port_no:
             continue
         rate = f" {port.rate:g} Gb/s" if port.rate else ""
-        node.notes.append(
-            f"{ib.name} port {port.port}: {port.state or '?'}/{port.physical_state or '?'}{rate} ({ib.tool})"
-        )
-        if port.state not in (None, "Active") or port.physical_state not in (None, "LinkUp"):
-            node.state = "degraded"
-        elif port.rate and rates and port.rate < max(rates):
+        state = f"{port.state or '?'}/{port.physical_state or '?'}"
+        node.notes.append(f"{ib.name} port {port.port}: {state}{rate} ({ib.tool})")
+        if (ib.source, ib.name, port.port) in judged.bad_ports:
             node.state = "degraded"
 
 
 # ------------------------------------------------------------------------ without a dump: the host's reports
-def _from_reports(case: Case, nvlink_by_uuid: dict[str, NvlinkGpu]) -> HostTree:
+def _from_reports(case: Case, judged: _Judged) -> HostTree:
     sources = sorted({g.source for g in case.smi_gpus} | {d.source for d in case.ib_devices})
     root = TreeNode("host", " + ".join(sources), notes=["no NCCL topology dump: GPUs and NICs without their PCIe tree"])
     for smi in case.smi_gpus:
         node = TreeNode("gpu", f"GPU {smi.index} {smi.bus_id}")
-        _smi_facts(node, smi, nvlink_by_uuid.get(smi.uuid or ""), case)
+        _smi_facts(node, smi, judged)
         root.children.append(node)
     for ib in case.ib_devices:
         node = TreeNode("nic", f"NIC {ib.name}" + (f" ({ib.ca_type})" if ib.ca_type else ""))
-        _ib_facts(node, ib, None)
+        _ib_facts(node, ib, None, judged)
         root.children.append(node)
     return HostTree(root.label, sources, root)
 
@@ -241,7 +256,7 @@ def _paths(graph: NcclGraphDump, dump: NcclTopologyDump, nodes: dict[str, TreeNo
             gpu_name = f"GPU {gpu.dev}" if gpu else gpu_ref
             arrow = f"{nic} -> {gpu_name}" if way == "in" else f"{gpu_name} -> {nic}"
             pattern = PATTERNS.get(g.pattern or 0, f"pattern {g.pattern}")
-            out.append(f"{pattern}: {arrow} (channels {_ranges(channels)})")
+            out.append(f"{pattern}: {arrow} (channels {number_ranges(channels)})")
             net_key = (net.busid or f"net:{net.dev}") if net else None
             for busid in (gpu.busid if gpu else None, net_key):
                 if busid in nodes:
@@ -257,53 +272,9 @@ def _cpu_label(numa_id: int | None) -> str:
     return f"CPU / NUMA node {numa_id}" if numa_id is not None and numa_id >= 0 else "CPU (NUMA node unknown to NCCL)"
 
 
-def _best_links(devices: list[XmlPciDevice]) -> dict[tuple, tuple[float, int]]:
-    best: dict[tuple, tuple[float, int]] = {}
-    for d in devices:
-        if d.link_speed is not None and d.link_width is not None:
-            key = _group(d)
-            best[key] = max(best.get(key, (0.0, 0)), (d.link_speed, d.link_width))
-    return best
-
-
-def _group(device: XmlPciDevice) -> tuple:
-    """Devices compared with each other: the same kind and PCI device id (the peers TOPO007 compares)."""
-    return device.kind, device.vendor, device.device
-
-
 def _kind_word(device: XmlPciDevice) -> str:
     return {"switch": "PCIe switch", "gpu": "GPU", "nic": "NIC", "nvswitch": "NVSwitch"}.get(device.kind, "PCI device")
 
 
-def _xml_link(device: XmlPciDevice) -> str:
-    if device.link_speed is None:
-        return ""
-    return f"{device.link_speed:g} GT/s" + (f" x{device.link_width}" if device.link_width is not None else "")
-
-
-def _smi_link(gen: int | None, width: int | None) -> str:
-    speed = f"{GT_PER_S[gen]:g} GT/s" if gen in GT_PER_S else "? GT/s"
-    return f"{speed} x{width}" if width is not None else speed
-
-
-def _bus(bus_id: str) -> int | None:
-    """A PCI bus id in any of its forms (0000:1a:00.0, 00000000:1A:00.0) as one number."""
-    digits = "".join(c for c in bus_id.lower() if c in "0123456789abcdef")
-    return int(digits, 16) if digits else None
-
-
 def _int(text: str) -> int | None:
     return int(text) if text.isdigit() else None
-
-
-def _ranges(numbers: list[int]) -> str:
-    parts: list[str] = []
-    start = prev = numbers[0]
-    for n in [*numbers[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        parts.append(f"{start}-{prev}" if prev > start else str(start))
-        if n is not None:
-            start = prev = n
-    return ", ".join(parts)

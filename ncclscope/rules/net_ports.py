@@ -3,29 +3,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
-from typing import NamedTuple
 
-from ncclscope.model import Case, Evidence, Finding
+from ncclscope.links import Port, ib_ports, port_problems
+from ncclscope.model import Case, Finding
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
 from ncclscope.rules.topo_links import DUMP
-
-UP_STATE, UP_PHYSICAL = "Active", "LinkUp"
-
-
-class _Port(NamedTuple):
-    """A port as ibstat or NCCL's topology dump reports it (the dump says neither state: None)."""
-
-    name: str
-    number: int
-    state: str | None
-    physical: str | None
-    rate: float | None  # Gb/s
-    layer: str | None  # InfiniBand, Ethernet; "nccl" for the dump's nets, compared among themselves
-    via: str
-    lines: list[Evidence]
 
 
 def _nccl_devices(case: Case) -> set[str] | None:
@@ -59,41 +43,14 @@ def ib_port_degraded(ctx: Context) -> Iterable[Finding]:
     NCCL src/graph/xml.cc (net speed)
     """
     used = _nccl_devices(ctx.case)
-    by_host: dict[str, list[_Port]] = defaultdict(list)
-    for device in ctx.case.ib_devices:
-        for port in device.ports:
-            lines = [e for e in (port.evidence, port.rate_evidence) if e is not None]
-            by_host[device.source].append(
-                _Port(
-                    device.name,
-                    port.port,
-                    port.state,
-                    port.physical_state,
-                    port.rate,
-                    port.link_layer,
-                    device.tool,
-                    lines,
-                )  # fmt: skip
-            )
+    by_host = ib_ports(ctx.case.ib_devices)
     for dump in ctx.case.topology_dumps:
         for net in dump.nets:
             rate = net.speed / 1000 if net.speed else None  # NCCL writes Mb/s
             lines = [net.evidence] if net.evidence else []
-            by_host[dump.source].append(_Port(net.name, net.port or 1, None, None, rate, "nccl", DUMP, lines))
+            by_host[dump.source].append(Port(net.name, net.port or 1, None, None, rate, "nccl", DUMP, lines))
     for host, ports in by_host.items():
-        best: dict[str | None, float] = defaultdict(float)  # the siblings' rate, per link layer
-        for p in ports:
-            if p.rate is not None and p.state in (None, UP_STATE):
-                best[p.layer] = max(best[p.layer], p.rate)
-        for p in ports:
-            if p.state is not None and p.state != UP_STATE:
-                problem = f"state {p.state}" + (f", physical state {p.physical}" if p.physical else "")
-            elif p.physical is not None and p.physical != UP_PHYSICAL:
-                problem = f"physical state {p.physical}"
-            elif p.rate is not None and p.rate < best[p.layer]:
-                problem = f"runs at {p.rate:g} Gb/s where its siblings run {best[p.layer]:g}"
-            else:
-                continue
+        for p, problem in port_problems(ports):
             nccl_uses = used is not None and p.name in used
             said = "NCCL uses it" if nccl_uses else (
                 "NCCL does not list it" if used is not None else "the inputs do not say whether NCCL uses it"

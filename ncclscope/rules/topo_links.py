@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ncclscope.model import Case, Evidence, Finding, NcclTopologyDump, NvlinkGpu, SmiGpu, XmlGpu, XmlPciDevice
+from ncclscope.links import bus_key, nvlink_groups, nvlink_problems, slow_pci, slow_smi, smi_link, xml_link
+from ncclscope.model import Case, Evidence, Finding, NcclTopologyDump, SmiGpu, XmlGpu, XmlPciDevice
 from ncclscope.rules.context import EVIDENCE_SHOWN, Context, shown
 from ncclscope.rules.registry import make_finding, rule
 from ncclscope.rules.topo_common import number_ranges
@@ -22,17 +23,11 @@ from ncclscope.rules.topo_common import number_ranges
 DUMP = "NCCL's topology dump"
 SMI = "nvidia-smi -q"
 NVLINK = "nvidia-smi nvlink -s"
-GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}  # PCIe generation -> transfer rate per lane
 
 
 def _host(dump: NcclTopologyDump) -> str:
     """The dump names no host: a run's per-host file name does (nccl-topo.<host>.xml), else the file itself."""
     return dump.host or dump.source
-
-
-def _link(device: XmlPciDevice) -> str:
-    speed = f"{device.link_speed:g} GT/s" if device.link_speed is not None else "? GT/s"
-    return f"{speed} x{device.link_width}" if device.link_width is not None else speed
 
 
 def _name(device: XmlPciDevice, dump: NcclTopologyDump) -> str:
@@ -77,29 +72,12 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
     """
     from_dumps: list[tuple[set[int | None], Finding]] = []
     for dump in ctx.case.topology_dumps:
-        peers: dict[tuple, list[XmlPciDevice]] = defaultdict(list)
-        for device in dump.pci:
-            if device.kind in ("gpu", "nic") and (device.link_width is not None or device.link_speed is not None):
-                peers[device.kind, device.vendor, device.device].append(device)
-        for group in peers.values():
-            if len(group) < 2:
-                continue  # nothing to compare with on this host
-            best_width = max((d.link_width or 0) for d in group)
-            best_speed = max((d.link_speed or 0.0) for d in group)
-            slow = [
-                d for d in group
-                if (d.link_width is not None and d.link_width < best_width)
-                or (d.link_speed is not None and d.link_speed < best_speed)
-            ]  # fmt: skip
-            if not slow or len(slow) * 2 > len(group):
-                continue  # no clear majority: the host may be built that way
-            full = next(d for d in group if d not in slow)
+        for slow, full, size in slow_pci(dump):
             used = any(_used(d, dump) for d in slow)
-            names = ", ".join(f"{_name(d, dump)} at {_link(d)}" for d in slow)
-            kind = "GPU" if group[0].kind == "gpu" else "NIC"
-            message = (
-                f"on {_host(dump)}: {names}, where its {len(group) - len(slow)} {kind} peers run {_link(full)} ({DUMP})"
-            )
+            names = ", ".join(f"{_name(d, dump)} at {xml_link(d)}" for d in slow)
+            kind = "GPU" if full.kind == "gpu" else "NIC"
+            peers = f"its {size - len(slow)} {kind} peers run {xml_link(full)}"
+            message = f"on {_host(dump)}: {names}, where {peers} ({DUMP})"
             evidence = [d.evidence for d in slow if d.evidence] + ([full.evidence] if full.evidence else [])
             finding = make_finding(
                 "TOPO007", "error" if used else "warning", message, evidence=shown(evidence),
@@ -122,36 +100,18 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
     yield from (f for _, f in from_smi)
 
 
-def bus_key(bus_id: str) -> int | None:
-    """A PCI bus id in any of its forms (0000:1a:00.0, 00000000:1A:00.0, NCCL's busId 1a000) as one number."""
-    digits = "".join(c for c in bus_id if c in "0123456789abcdefABCDEF")
-    return int(digits, 16) if digits else None
-
-
-def _smi_link(gen: int | None, width: int | None) -> str:
-    speed = f"{GT_PER_S[gen]:g} GT/s" if gen in GT_PER_S else "? GT/s"
-    return f"{speed} x{width}" if width is not None else speed
-
-
 def _smi_pcie_degraded(case: Case) -> Iterable[tuple[set[int | None], Finding]]:
     nccl_buses = {bus_key(m.bus_id) for c in case.communicators for m in c.ranks if m.bus_id}
     by_source: dict[str, list[SmiGpu]] = defaultdict(list)
     for gpu in case.smi_gpus:
         by_source[gpu.source].append(gpu)
     for source, gpus in by_source.items():
-        at_max = sum(1 for g in gpus if g.pcie_gen is not None and g.pcie_gen == g.pcie_gen_max)
-        slow: list[SmiGpu] = []
-        for g in gpus:
-            narrow = g.width is not None and g.width_max is not None and g.width < g.width_max
-            working = g.performance_state == "P0" or at_max * 2 > len(gpus)  # not an idle GPU saving power
-            older = g.pcie_gen is not None and g.pcie_gen_max is not None and g.pcie_gen < g.pcie_gen_max
-            if narrow or (older and working):
-                slow.append(g)
+        slow = slow_smi(gpus)
         if not slow:
             continue
         names = ", ".join(
-            f"GPU {g.index} ({g.bus_id}) at {_smi_link(g.pcie_gen, g.width)}, capable of "
-            f"{_smi_link(g.pcie_gen_max, g.width_max)}"
+            f"GPU {g.index} ({g.bus_id}) at {smi_link(g.pcie_gen, g.width)}, capable of "
+            f"{smi_link(g.pcie_gen_max, g.width_max)}"
             for g in slow
         )
         # NCCL's ranks name their GPUs' bus ids: a GPU none of them uses carries no NCCL traffic
@@ -216,33 +176,20 @@ def nvlink_down(ctx: Context) -> Iterable[Finding]:
 
 
 def _smi_nvlink_down(case: Case) -> Iterable[Finding]:
-    peers: dict[tuple[str, str | None], list[NvlinkGpu]] = defaultdict(list)
-    for gpu in case.nvlink_gpus:
-        peers[gpu.source, gpu.product].append(gpu)
-    for (source, _), group in peers.items():
-        most = max(len(g.active) for g in group)
-        short = [g for g in group if len(g.active) < most]
-        problems: list[tuple[NvlinkGpu, str, list[Evidence]]] = []
-        if short and len(short) * 2 <= len(group) and len(group) > 1:
-            for g in short:
-                down = [link for link in g.links if link.speed is None]
-                which = f" (link{'s' if len(down) != 1 else ''} {number_ranges([d.link for d in down])} inactive)"
-                peers_have = f", where its {len(group) - len(short)} peers have {most}"
-                problems.append((g, f"{len(g.active)} active NVLinks{which if down else ''}{peers_have}", [
-                    e for e in [g.evidence, *(d.evidence for d in down)] if e is not None
-                ]))  # fmt: skip
-        speeds = [link.speed for g in group for link in g.active if link.speed is not None]
-        fastest = max(speeds, default=0.0)
-        for g in group:
-            slow = [link for link in g.active if link.speed is not None and link.speed < fastest]
-            if slow and len(slow) * 2 <= len(speeds):
-                rates = sorted({f"{link.speed:g}" for link in slow})
-                problems.append((g, f"link{'s' if len(slow) != 1 else ''} {number_ranges([x.link for x in slow])} at "
-                                 f"{'/'.join(rates)} GB/s where the others run {fastest:g}", [
-                    e for e in [g.evidence, *(x.evidence for x in slow)] if e is not None
-                ]))  # fmt: skip
-        for g, problem, evidence in problems:
+    for group in nvlink_groups(case.nvlink_gpus):
+        for p in nvlink_problems(group):
+            g = p.gpu
+            if p.slow:
+                speeds = {link.link: link.speed for link in g.links}
+                rates = sorted({f"{speeds[n]:g}" for n in p.slow})
+                problem = (
+                    f"link{'s' if len(p.slow) != 1 else ''} {number_ranges(p.slow)} at {'/'.join(rates)} GB/s "
+                    f"where the others run {p.fastest:g}"
+                )
+            else:
+                which = f" (link{'s' if len(p.down) != 1 else ''} {number_ranges(p.down)} inactive)" if p.down else ""
+                problem = f"{len(g.active)} active NVLinks{which}, where its {p.peers} peers have {p.most}"
             yield make_finding(
-                "TOPO008", "error", f"on {source}: GPU {g.index} has {problem} ({NVLINK})",
-                evidence=shown(evidence), evidence_count=len(evidence), hosts=[source],
+                "TOPO008", "error", f"on {g.source}: GPU {g.index} has {problem} ({NVLINK})",
+                evidence=shown(p.evidence), evidence_count=len(p.evidence), hosts=[g.source],
             )  # fmt: skip
