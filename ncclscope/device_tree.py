@@ -241,15 +241,14 @@ def _paths(graph: NcclGraphDump, dump: NcclTopologyDump, nodes: dict[str, TreeNo
     out: list[str] = []
     hops: dict[str, dict[str, None]] = defaultdict(dict)  # busid -> its hops, in order, once
     for g in graph.graphs:
-        uses: dict[tuple[str, str], list[int]] = defaultdict(list)
+        uses: dict[tuple[str, str, str], list[int]] = defaultdict(list)  # (way, NET/n, GPU/n:rank) -> channels
         for c, channel in enumerate(g.channels):
             if len(channel) < 3:
                 continue
-            for net, gpu, way in ((channel[0], channel[1], "in"), (channel[-1], channel[-2], "out")):
-                if net.startswith("NET/") and gpu.startswith("GPU/"):
-                    uses[(way, f"{net}|{gpu}")].append(c)
-        for (way, pair), channels in sorted(uses.items(), key=lambda kv: (kv[1][0], kv[0][0])):
-            net_ref, gpu_ref = pair.split("|")
+            for net_ref, gpu_ref, way in ((channel[0], channel[1], "in"), (channel[-1], channel[-2], "out")):
+                if net_ref.startswith("NET/") and gpu_ref.startswith("GPU/"):
+                    uses[(way, net_ref, gpu_ref)].append(c)
+        for (way, net_ref, gpu_ref), channels in sorted(uses.items(), key=lambda kv: (kv[1][0], kv[0][0])):
             net = nets.get(_int(net_ref[4:]))
             gpu = gpus.get(_int(gpu_ref[4:].split(":")[0]))
             nic = f"{net_ref} ({net.name})" if net else net_ref

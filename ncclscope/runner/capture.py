@@ -109,9 +109,10 @@ def _host_capture(
     if path is None:
         why = "the launcher did not answer" if done is None else f"{report.argv[0]} absent or failed there"
         return RunCapture(**base, status="missing", detail=why)
-    if not path.read_text(encoding="utf-8", errors="replace").strip().lstrip("#").strip() or (
-        report.file == "p2p.txt" and len(path.read_text(encoding="utf-8", errors="replace").splitlines()) < 2
-    ):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if report.file == "p2p.txt":  # our own "# nvidia-smi topo -p2p r" line heads it
+        text = text.partition("\n")[2]
+    if not text.strip():
         path.unlink()
         return RunCapture(**base, status="empty", detail=EMPTY_MEANS.get(report.name, ""))
     return RunCapture(**base, status="captured", file=path.name)
