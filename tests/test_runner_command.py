@@ -376,7 +376,7 @@ def test_a_report_that_prints_nothing_is_recorded_as_empty_not_as_missing(tmp_pa
 def test_a_run_of_several_hosts_takes_each_hosts_own_reports_through_the_launcher(tmp_path: Path) -> None:
     """srun cannot run here: a stand-in starts the command once per node of --nodelist for one task per node
     (as srun --ntasks-per-node 1 does), with that node's `hostname`, and once otherwise. Node n1 has the
-    tools and a newer driver than n2; n2 has no ibstat. Each report lands in its own file,
+    tools, a newer driver than n2 and an IB port down; n2 has no ibstat. Each report lands in its own file,
     the manifest says which host lacks what, and the analysis compares the hosts (VER002)."""
     stand_in(tmp_path / "nt", "all_reduce")
     tools = tmp_path / "tools"
@@ -387,7 +387,7 @@ def test_a_run_of_several_hosts_takes_each_hosts_own_reports_through_the_launche
         q = {"n1": "nvidia_smi_q_8x_h100.txt", "n2": "nvidia_smi_q_8x_h100_older_driver.txt"}[node]
         smi = f'#!/bin/sh\ncase "$*" in\n  "-q") cat "{REPO / "fixtures/smi" / q}" ;;\n  *) exit 1 ;;\nesac\n'
         (bin_dir / "nvidia-smi").write_text(smi)
-        ibstat = {"n1": "ibstat_8x_ndr.txt", "n2": None}[node]
+        ibstat = {"n1": "ibstat_port_down_and_slow.txt", "n2": None}[node]
         if ibstat:
             (bin_dir / "ibstat").write_text(f'#!/bin/sh\ncat "{REPO / "fixtures/ib" / ibstat}"\n')
     srun = (
@@ -426,3 +426,6 @@ def test_a_run_of_several_hosts_takes_each_hosts_own_reports_through_the_launche
     assert "ibstat on n2 missing" in evd
     ver002 = [f["message"] for f in findings["findings"] if f["code"] == "VER002"]
     assert "GPU driver differs across hosts: 535.183.01 on n2; 550.90.07 on n1" in ver002
+    # the other findings about a host's own reports name it too, not its capture file
+    net008 = [f for f in findings["findings"] if f["code"] == "NET008"]
+    assert net008 and all(f["hosts"] == ["n1"] and f["message"].startswith("on n1: ") for f in net008)

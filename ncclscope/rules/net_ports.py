@@ -49,7 +49,8 @@ def ib_port_degraded(ctx: Context) -> Iterable[Finding]:
             rate = net.speed / 1000 if net.speed else None  # NCCL writes Mb/s
             lines = [net.evidence] if net.evidence else []
             by_host[dump.source].append(Port(net.name, net.port or 1, None, None, rate, "nccl", DUMP, lines))
-    for host, ports in by_host.items():
+    for source, ports in by_host.items():
+        host = ctx.report_host(source)
         for p, problem in port_problems(ports):
             nccl_uses = used is not None and p.name in used
             said = "NCCL uses it" if nccl_uses else (

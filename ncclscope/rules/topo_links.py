@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ncclscope.links import bus_key, nvlink_groups, nvlink_problems, slow_pci, slow_smi, smi_link, xml_link
-from ncclscope.model import Case, Evidence, Finding, NcclTopologyDump, SmiGpu, XmlGpu, XmlPciDevice
+from ncclscope.model import Evidence, Finding, NcclTopologyDump, SmiGpu, XmlGpu, XmlPciDevice
 from ncclscope.rules.context import EVIDENCE_SHOWN, Context, shown
 from ncclscope.rules.registry import make_finding, rule
 from ncclscope.rules.topo_common import number_ranges
@@ -84,7 +84,7 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
                 evidence_count=len(evidence), hosts=[_host(dump)],
             )  # fmt: skip
             from_dumps.append(({bus_key(d.busid) for d in slow}, finding))
-    from_smi = list(_smi_pcie_degraded(ctx.case))
+    from_smi = list(_smi_pcie_degraded(ctx))
     # one host in each view: the same GPU seen slow by both is one finding that names both views
     one_host = len(ctx.case.topology_dumps) == 1 and len({g.source for g in ctx.case.smi_gpus}) == 1
     for buses, finding in from_dumps:
@@ -100,7 +100,8 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
     yield from (f for _, f in from_smi)
 
 
-def _smi_pcie_degraded(case: Case) -> Iterable[tuple[set[int | None], Finding]]:
+def _smi_pcie_degraded(ctx: Context) -> Iterable[tuple[set[int | None], Finding]]:
+    case = ctx.case
     nccl_buses = {bus_key(m.bus_id) for c in case.communicators for m in c.ranks if m.bus_id}
     by_source: dict[str, list[SmiGpu]] = defaultdict(list)
     for gpu in case.smi_gpus:
@@ -118,8 +119,8 @@ def _smi_pcie_degraded(case: Case) -> Iterable[tuple[set[int | None], Finding]]:
         used = not nccl_buses or any(bus_key(g.bus_id) in nccl_buses for g in slow)
         evidence = [e for g in slow for e in ([g.evidence] if g.evidence else []) + g.link_evidence]
         finding = make_finding(
-            "TOPO007", "error" if used else "warning", f"on {source}: {names} ({SMI})",
-            evidence=shown(evidence), evidence_count=len(evidence), hosts=[source],
+            "TOPO007", "error" if used else "warning", f"on {ctx.report_host(source)}: {names} ({SMI})",
+            evidence=shown(evidence), evidence_count=len(evidence), hosts=[ctx.report_host(source)],
         )  # fmt: skip
         yield {bus_key(g.bus_id) for g in slow}, finding
 
@@ -172,10 +173,11 @@ def nvlink_down(ctx: Context) -> Iterable[Finding]:
                 "TOPO008", "error", message, evidence=shown(evidence), evidence_count=len(evidence),
                 hosts=[_host(dump)],
             )  # fmt: skip
-    yield from _smi_nvlink_down(ctx.case)
+    yield from _smi_nvlink_down(ctx)
 
 
-def _smi_nvlink_down(case: Case) -> Iterable[Finding]:
+def _smi_nvlink_down(ctx: Context) -> Iterable[Finding]:
+    case = ctx.case
     for group in nvlink_groups(case.nvlink_gpus):
         for p in nvlink_problems(group):
             g = p.gpu
@@ -190,6 +192,6 @@ def _smi_nvlink_down(case: Case) -> Iterable[Finding]:
                 which = f" (link{'s' if len(p.down) != 1 else ''} {number_ranges(p.down)} inactive)" if p.down else ""
                 problem = f"{len(g.active)} active NVLinks{which}, where its {p.peers} peers have {p.most}"
             yield make_finding(
-                "TOPO008", "error", f"on {g.source}: GPU {g.index} has {problem} ({NVLINK})",
-                evidence=shown(p.evidence), evidence_count=len(p.evidence), hosts=[g.source],
+                "TOPO008", "error", f"on {ctx.report_host(g.source)}: GPU {g.index} has {problem} ({NVLINK})",
+                evidence=shown(p.evidence), evidence_count=len(p.evidence), hosts=[ctx.report_host(g.source)],
             )  # fmt: skip
