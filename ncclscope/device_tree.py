@@ -21,6 +21,7 @@ from ncclscope.links import (
     port_problems,
     slow_pci,
     slow_smi,
+    smi_groups,
     smi_link,
     xml_link,
 )
@@ -78,8 +79,7 @@ class _Judged:
 
     @classmethod
     def of(cls, case: Case) -> _Judged:
-        sources = {g.source for g in case.smi_gpus}
-        slow = {id(g) for source in sources for g in slow_smi([x for x in case.smi_gpus if x.source == source])}
+        slow = {id(g) for group in smi_groups(case.smi_gpus) for g in slow_smi(group)}
         down = {id(p.gpu) for group in nvlink_groups(case.nvlink_gpus) for p in nvlink_problems(group)}
         ports = {
             (source, p.name, p.number): why

@@ -57,6 +57,14 @@ def slow_pci(dump: NcclTopologyDump) -> list[tuple[list[XmlPciDevice], XmlPciDev
     return out
 
 
+def smi_groups(gpus: list[SmiGpu]) -> list[list[SmiGpu]]:
+    """The GPUs of each `nvidia-smi -q` report (its input stands for its host): the peers slow_smi weighs."""
+    by_source: dict[str, list[SmiGpu]] = defaultdict(list)
+    for gpu in gpus:
+        by_source[gpu.source].append(gpu)
+    return list(by_source.values())
+
+
 def slow_smi(gpus: list[SmiGpu]) -> list[SmiGpu]:
     """The GPUs of one `nvidia-smi -q` below their own maximum width, or generation while they work (P0, or
     where most of their peers run theirs: an idle GPU lowers its generation to save power)."""

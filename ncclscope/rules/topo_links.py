@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ncclscope.links import bus_key, nvlink_groups, nvlink_problems, slow_pci, slow_smi, smi_link, xml_link
-from ncclscope.model import Evidence, Finding, NcclTopologyDump, SmiGpu, XmlGpu, XmlPciDevice
+from ncclscope.links import bus_key, nvlink_groups, nvlink_problems, slow_pci, slow_smi, smi_groups, smi_link, xml_link
+from ncclscope.model import Evidence, Finding, NcclTopologyDump, XmlGpu, XmlPciDevice
 from ncclscope.rules.context import EVIDENCE_SHOWN, Context, shown
 from ncclscope.rules.registry import make_finding, rule
 from ncclscope.rules.topo_common import number_ranges
@@ -103,10 +103,8 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
 def _smi_pcie_degraded(ctx: Context) -> Iterable[tuple[set[int | None], Finding]]:
     case = ctx.case
     nccl_buses = {bus_key(m.bus_id) for c in case.communicators for m in c.ranks if m.bus_id}
-    by_source: dict[str, list[SmiGpu]] = defaultdict(list)
-    for gpu in case.smi_gpus:
-        by_source[gpu.source].append(gpu)
-    for source, gpus in by_source.items():
+    for gpus in smi_groups(case.smi_gpus):
+        source = gpus[0].source
         slow = slow_smi(gpus)
         if not slow:
             continue

@@ -92,9 +92,9 @@ def capture_hosts(run_dir: Path, each_host: list[str], hosts: list[str]) -> tupl
             path = found.pop(short, None) or found.pop(host, None)
             captures.append(_host_capture(report, host, path, done))
         captures += [_host_capture(report, host, path, done) for host, path in found.items()]  # names unlike --hosts
-        first = next((c for c in captures if c.name == "nvidia-smi -q" and c.status == "captured" and c.file), None)
-        if first is not None and not versions:
-            versions.update(driver_versions((run_dir / first.file).read_text(encoding="utf-8", errors="replace")))
+    first = next((c for c in captures if c.name == "nvidia-smi -q" and c.status == "captured" and c.file), None)
+    if first is not None and first.file:
+        versions.update(driver_versions((run_dir / first.file).read_text(encoding="utf-8", errors="replace")))
     try:
         versions["torch"] = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
