@@ -318,3 +318,62 @@ def test_trace_lines_whose_numbers_vary_reach_the_grammar_a_handful_of_times() -
     parser.feed_block("\n".join(lines).encode(), 1)
     assert (parser.result.recognized, dict(parser.result.families)) == (3_000, {"trace": 3_000})
     assert parser.lark_parses <= 12, parser.lark_parses
+
+
+def _coll_lines(rng: random.Random, n: int, ranks: list[tuple[str, int, str]]) -> tuple[list[str], dict]:
+    """COLL lines of a few ranks whose every value changes width from line to line (launcher tags,
+    opCounts, counts, pointers), and what a line-by-line reader makes of them per rank."""
+    funcs = ["AllReduce", "AllGather", "ReduceScatter", "Broadcast"]
+    expected: dict[tuple[str, int, str], list] = {}
+    lines = []
+    for k in range(n):
+        host, pid, comm = rng.choice(ranks)
+        op = rng.choice([k // 50, rng.randrange(4096)])
+        pointers = [f"0x{rng.randrange(1 << 20, 1 << 47):x}" for _ in range(3)]
+        lines.append(
+            f"[1,{rng.randrange(2048)}]<stdout>:{host}:{pid}:{pid} [{rng.randrange(8)}] NCCL INFO "
+            f"{rng.choice(funcs)}: opCount {op:x} sendbuff {pointers[0]} recvbuff {pointers[1]} "
+            f"count {rng.randint(1, 1 << 30)} datatype {rng.randrange(10)} op {rng.randrange(4)} "
+            f"root 0 comm {comm} [nranks={rng.choice([8, 64, 1024])}] stream {pointers[2]}"
+        )
+        entry = expected.setdefault((host, pid, comm), [0, -1, 0])
+        entry[0] += 1
+        if op >= entry[1]:
+            entry[1:] = [op, k + 1]
+    return lines, expected
+
+
+def test_coll_lines_of_every_width_are_learnt_a_handful_of_times_and_summed_exactly() -> None:
+    """Every COLL line here has its own combination of widths: the per-rank summary must still be the
+    line-by-line one (calls, highest opCount, the latest line holding it), without learning a shape
+    per combination (parse/coarse.py)."""
+    rng = random.Random(3)
+    ranks = [
+        (f"ip-10-4-{h}-{rng.randrange(256)}", rng.randint(100, 9_999_999), f"0x{rng.randrange(1 << 44):x}")
+        for h in range(16)
+    ]
+    lines, expected = _coll_lines(rng, 20_000, ranks)
+    parser = NcclLogParser(lambda n, t: None)
+    for start in range(0, len(lines), 5_000):  # several blocks, as files are read
+        parser.feed_block("\n".join(lines[start : start + 5_000]).encode(), start + 1)
+    result = parser.result
+    assert (result.nccl_lines, result.recognized, dict(result.families)) == (20_000, 20_000, {"coll_call": 20_000})
+    got = {key: [calls, op, event.line] for key, (calls, op, event) in result.coll_calls.items()}
+    assert got == {key: value for key, value in expected.items()}
+    for key, (_, op, event) in result.coll_calls.items():  # the evidence line reads as that line
+        assert (event.host, event.pid, event.fields["comm"], int(event.fields["op_count"], 16)) == (*key, op)
+        assert event.text == lines[event.line - 1]
+    assert parser.shapes_made <= 40, parser.shapes_made
+
+
+def test_a_line_like_a_coll_line_but_for_one_word_is_not_read_as_one() -> None:
+    """The coarse templates check every keyword, whatever the widths around it."""
+    rng = random.Random(5)
+    lines, _ = _coll_lines(rng, 3_000, [("node7", 4242, "0xabc")])
+    odd = lines[2_500].replace(" recvbuff ", " recvbuf ").replace(" count ", " cnt ")
+    lines[2_500] = odd
+    parser = NcclLogParser(lambda n, t: None)
+    parser.feed_block("\n".join(lines).encode(), 1)
+    result = parser.result
+    assert result.families["coll_call"] == 2_999
+    assert result.coll_calls[("node7", 4242, "0xabc")][0] == 2_999

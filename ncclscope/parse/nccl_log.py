@@ -33,6 +33,16 @@ from ncclscope.normalize import (
     strip_launcher_prefix,
     unwrap_autolinks,
 )
+from ncclscope.parse.coarse import (
+    COARSE_FAMILIES,
+    DECIMAL,
+    HEX,
+    BlockWords,
+    CoarseTemplate,
+    coarse_of,
+    span_words,
+    word_classes,
+)
 from ncclscope.parse.shapes import InsideValue, ShapeMover, coarse_key
 from ncclscope.parse.templates import TEMPLATES_PER_SKELETON, WORD_SKELETON, Template, template_of, value_columns
 
@@ -41,6 +51,9 @@ MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longe
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
 DECODE_MEMO = 4096  # decoded field sets kept per record shape (one per distinct value, e.g. per host)
 COLL_PENDING_MAX = 50_000  # COLL lines kept (with their columns) before they are reduced together
+_ONE_LINE = np.zeros(1, dtype=np.intp)
+PROMOTE_MIN = 1024  # lines of one new word skeleton in a block worth learning it (fewer: read by a coarse template)
+COARSE_TEMPLATES_MAX = 32  # per coarse key: one per collective (AllReduce, Broadcast ...), a few more
 GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
 ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 
@@ -175,14 +188,21 @@ class LineShape:
 class Event:
     """One NCCL record that is not bulk. Fields are decoded from the raw line on first use."""
 
-    __slots__ = ("line", "raw", "shape", "_fields", "_origin")
+    __slots__ = ("line", "raw", "_shape", "_fields", "_origin")
 
-    def __init__(self, line: int, raw: bytes, shape: RecordShape) -> None:
+    def __init__(self, line: int, raw: bytes, shape: RecordShape | CoarseTemplate) -> None:
         self.line = line
         self.raw = raw
-        self.shape = shape
+        self._shape = shape  # a coarse template: the line's own field positions are found when first read
         self._fields: dict[str, Any] | None = None
         self._origin: Origin | None = None
+
+    @property
+    def shape(self) -> RecordShape:
+        shape = self._shape
+        if shape.__class__ is not RecordShape:
+            shape = self._shape = shape.record_for(self.raw)  # type: ignore[union-attr]
+        return shape  # type: ignore[return-value]
 
     @property
     def family(self) -> str:
@@ -245,11 +265,11 @@ class Event:
     def location(self) -> str | None:
         return self._prefix("location")
 
-    def __getstate__(self) -> tuple[int, bytes, RecordShape]:
-        return (self.line, self.raw, self.shape)
+    def __getstate__(self) -> tuple[int, bytes, RecordShape | CoarseTemplate]:
+        return (self.line, self.raw, self._shape)
 
-    def __setstate__(self, state: tuple[int, bytes, RecordShape]) -> None:
-        self.line, self.raw, self.shape = state
+    def __setstate__(self, state: tuple[int, bytes, RecordShape | CoarseTemplate]) -> None:
+        self.line, self.raw, self._shape = state
         self._fields = None
         self._origin = None
 
@@ -411,6 +431,9 @@ class ShapeBook:
     cache: dict[bytes, LineShape] = field(default_factory=dict)  # exact digit skeleton -> shape
     coarse: dict[bytes, list[tuple[ShapeMover, LineShape]]] = field(default_factory=dict)
     templates: dict[bytes, list[Template]] = field(default_factory=dict)  # word skeleton -> templates
+    # COLL lines of any widths (coarse.py): coarse key -> templates, and word skeleton -> its coarse key
+    coarse_templates: dict[bytes, list[CoarseTemplate]] = field(default_factory=dict)
+    coarse_words: dict[bytes, bytes | None] = field(default_factory=dict)
     host_ids: dict[bytes, int] = field(default_factory=dict)
     known_hosts: set[str] = field(default_factory=set)
 
@@ -430,7 +453,11 @@ class NcclLogParser:
         self._coarse_cache = shapes.coarse
         self._known_hosts = shapes.known_hosts
         self._templates = shapes.templates
+        self._coarse_templates = shapes.coarse_templates
+        self._coarse_words = shapes.coarse_words
+        self._coarse_missed = False  # the line being learnt is one the coarse templates did not read
         self.lark_parses = 0  # how many lines the grammar itself read (the rest reused a parse)
+        self.shapes_made = 0  # shapes made for new skeletons, by the grammar or by moving a known one
         self._stopped_early = False  # the last parse that failed ran out of text inside a known message
         self._unrecognized_cutoff = float("inf")
 
@@ -449,7 +476,9 @@ class NcclLogParser:
         words = data.translate(WORD_SKELETON).split(b"\n")
         groups: dict[LineShape, list[int]] = {}
         by_word: dict[bytes, list[int]] = {}
+        by_coarse: dict[bytes, list[int]] = {}
         templates = self._templates
+        coarse_words = self._coarse_words
         for i, word in enumerate(words):
             if word in templates:  # the hot path: a line of a known word skeleton (see templates.py)
                 pending = by_word.get(word)
@@ -458,9 +487,33 @@ class NcclLogParser:
                 else:
                     pending.append(i)
                 continue
+            if self._coarse_templates:  # COLL lines whose widths make a new word skeleton (coarse.py)
+                key = coarse_words.get(word, b"")
+                if key == b"":
+                    key = self._coarse_route(word)
+                if key is not None:
+                    pending = by_coarse.get(word)
+                    if pending is None:
+                        by_coarse[word] = [i]
+                    else:
+                        pending.append(i)
+                    continue
             self._exact(i, lines, word, groups, first_line)
         for word, indices in by_word.items():
             self._match_templates(word, indices, lines, groups, first_line)
+        rare: dict[bytes, list[int]] = defaultdict(list)  # coarse key -> lines of word skeletons seen rarely
+        for word, indices in by_coarse.items():
+            if len(indices) < PROMOTE_MIN:
+                rare[coarse_of(word)].extend(indices)
+                continue
+            # a width that recurs: its shape is learnt once, its lines read the fixed-width way
+            self._exact(indices[0], lines, word, groups, first_line)
+            if word in self._templates:
+                self._match_templates(word, indices[1:], lines, groups, first_line)
+            else:
+                rare[coarse_of(word)].extend(indices[1:])
+        for key, indices in rare.items():
+            self._match_coarse(key, sorted(indices), lines, words, groups, first_line)
         for shape, indices in groups.items():
             self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
         self._note_last(lines, first_line)
@@ -488,11 +541,15 @@ class NcclLogParser:
                 cache.clear()
                 self._coarse_cache.clear()
                 self._templates.clear()
+                self._coarse_templates.clear()
+                self._coarse_words.clear()
             cache[skeleton] = shape
         if shape.plain and shape.recognized:
             known = self._templates.setdefault(word, [])
             if len(known) < TEMPLATES_PER_SKELETON and len(shape.exemplar) == len(word):
                 known.append(template_of(shape, shape.kind))
+            if len(shape.records) == 1 and shape.records[0].family in COARSE_FAMILIES:
+                self._add_coarse(word, shape)
         if not shape.records:
             self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
             return
@@ -532,6 +589,101 @@ class NcclLogParser:
                 for i in rest.tolist():
                     self._exact(i, lines, word, groups, first_line)
                 return
+
+    def _coarse_route(self, word: bytes) -> bytes | None:
+        """The coarse key of a word skeleton when a coarse template may read its lines, else None
+        (remembered either way; a new template forgets the word skeletons that had none)."""
+        key = coarse_of(word)
+        found = key if key in self._coarse_templates else None
+        if len(self._coarse_words) < CACHE_LIMIT:
+            self._coarse_words[word] = found
+        return found
+
+    def _add_coarse(self, word: bytes, shape: LineShape) -> None:
+        """A COLL line's shape as a coarse template of its coarse key (when its words allow one)."""
+        key = coarse_of(word)
+        known = self._coarse_templates.get(key, [])
+        if len(known) >= COARSE_TEMPLATES_MAX or (known and not self._coarse_missed):
+            return  # learnt for a line no coarse template was asked to read: most likely one already can
+        exemplar = BlockWords(shape.exemplar)
+        if any(t.matches(exemplar, _ONE_LINE).size for t in known):  # another width of a kind already known
+            return
+        template = _coarse_template(shape)
+        if template is None:
+            return
+        self._coarse_templates[key] = [*known, template]
+        self._coarse_words.clear()  # word skeletons that had no template may have one now
+
+    def _match_coarse(
+        self,
+        key: bytes,
+        indices: list[int],
+        lines: list[bytes],
+        words: list[bytes],
+        groups: dict[LineShape, list[int]],
+        first_line: int,
+    ) -> None:
+        """Lines of one coarse key, read with the first of its coarse templates each matches; the others
+        the exact way (which may add a template)."""
+        block = BlockWords(b"\n".join([lines[i] for i in indices]))
+        where = np.asarray(indices, dtype=np.intp)  # block line -> block-of-input line
+        rest = np.arange(len(indices))
+        tried = 0
+        while True:
+            templates = self._coarse_templates.get(key, [])
+            for template in templates[tried:]:
+                ok = template.matches(block, rest)
+                if ok.size:
+                    self._coarse_coll_calls(template, block, rest[ok], where, lines, first_line)
+                    rest = np.delete(rest, ok)
+                    if not rest.size:
+                        return
+            tried = len(templates)
+            # the first line no template reads is parsed the exact way; its shape may serve the others
+            i = int(where[rest[0]])
+            self._coarse_missed = True
+            self._exact(i, lines, words[i], groups, first_line)
+            self._coarse_missed = False
+            rest = rest[1:]
+            if not rest.size:
+                return
+            if len(self._coarse_templates.get(key, [])) == tried:  # no new template: the rest the exact way
+                for i in where[rest].tolist():
+                    self._exact(i, lines, words[i], groups, first_line)
+                return
+
+    def _coarse_coll_calls(
+        self,
+        template: CoarseTemplate,
+        block: BlockWords,
+        rows: np.ndarray,
+        where: np.ndarray,
+        lines: list[bytes],
+        first_line: int,
+    ) -> None:
+        """COLL lines a coarse template matched, as _coll_calls reads lines of one shape."""
+        n = len(rows)
+        res = self._result
+        res.nccl_lines += n
+        res.recognized += n
+        res.families["coll_call"] += n
+        host_text = template.text(block, rows, "host")
+        if host_text is None:
+            hosts = np.full(n, -1, dtype=np.int64)
+        else:
+            uniq, inverse = np.unique(host_text, return_inverse=True)
+            ids = [self._host_ids.setdefault(bytes(u), len(self._host_ids)) for u in uniq.tolist()]
+            hosts = np.array(ids, dtype=np.int64)[inverse]
+        pids = template.number(block, rows, "pid", 10)
+        if pids is None:
+            pids = np.full(n, -1, dtype=np.int64)
+        ops = template.number(block, rows, "op_count", 16)
+        comms = template.text(block, rows, "comm")
+        at = where[rows]
+        self._coll_rows.append((pids, hosts, comms, ops, at + first_line, _Picked(lines, at), template))
+        self._coll_pending += n
+        if self._coll_pending >= COLL_PENDING_MAX:
+            self._reduce_coll_calls()
 
     def _note_last(self, lines: list[bytes], first_line: int) -> None:
         """What the last non-empty line of the block is (truncation: does the input stop mid-listing?)."""
@@ -576,6 +728,7 @@ class NcclLogParser:
     # -------------------------------------------------------------------------------- learning
     def _shape_for_new_skeleton(self, line: bytes) -> LineShape:
         """Lines differing only in number lengths or hex values reuse a parse (see shapes.py)."""
+        self.shapes_made += 1
         key = coarse_key(line)
         known = self._coarse_cache.get(key)
         for n, (mover, shape) in enumerate(known or ()):
@@ -592,27 +745,9 @@ class NcclLogParser:
         return shape
 
     def _move_shape(self, mover: ShapeMover, shape: LineShape, line: bytes) -> LineShape | None:
-        move_span = mover.mapper(line)
-        if move_span is None:
-            return None
-        try:
-            records = [
-                RecordShape(
-                    move_span(*r.span),
-                    r.level,
-                    r.family,
-                    r.reason,
-                    {k: move_span(*v) for k, v in r.prefix.items()},
-                    _shift(r.fields, move_span),
-                    r.elided,
-                )
-                for r in shape.records
-            ]
-            lead = move_span(*shape.lead) if shape.lead is not None else None
-        except InsideValue:
-            return None
-        moved = LineShape(records, lead, shape.recognized, exemplar=line)
-        moved.fixed_digits = self._fixed_digit_columns(line, records)
+        moved = _moved_shape(mover, shape, line)
+        if moved is not None:
+            moved.fixed_digits = self._fixed_digit_columns(line, moved.records)
         return moved
 
     def _learn(self, raw: bytes) -> LineShape:
@@ -874,8 +1009,10 @@ class NcclLogParser:
         sizes = [len(r[4]) for r in rows]
         batch = np.repeat(np.arange(len(rows)), sizes)
         offset = np.arange(len(ops)) - np.repeat(np.cumsum([0, *sizes[:-1]]), sizes)
-        # the highest opCount of each rank; among equal ones the line read last, as a later call replaces
-        order = np.lexsort((np.arange(len(ops)), ops, comm_col, hosts, pids))
+        # the highest opCount of each rank; among equal ones the latest line, as a later call replaces
+        # (groups of lines are reduced in the order their shapes were met, not in line order)
+        line_nos = np.concatenate([np.asarray(r[4], dtype=np.int64) for r in rows])
+        order = np.lexsort((line_nos, ops, comm_col, hosts, pids))
         keys = np.stack([pids, hosts, comm_col], axis=1)[order]
         starts = np.append(0, np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1)
         ends = np.append(starts[1:], len(order)) - 1
@@ -889,11 +1026,11 @@ class NcclLogParser:
             at = int(offset[idx])
             entry = summary.get(key)
             if entry is None:
-                summary[key] = [count, int(ops[idx]), Event(row[4][at], row[5][at], row[6])]
+                summary[key] = [count, int(ops[idx]), Event(int(row[4][at]), row[5][at], row[6])]
             else:  # reduced before (COLL_PENDING_MAX, or the result was read): later rows add to it
                 entry[0] += count
                 if ops[idx] >= entry[1]:
-                    entry[1:] = [int(ops[idx]), Event(row[4][at], row[5][at], row[6])]
+                    entry[1:] = [int(ops[idx]), Event(int(row[4][at]), row[5][at], row[6])]
 
     @staticmethod
     def _hex_column(column: Callable[[Span], np.ndarray], span: Span) -> np.ndarray:
@@ -1023,6 +1160,85 @@ class NcclLogParser:
             i = int(hits[0])
             if res.net_same_device is None or line_nos[i] < res.net_same_device[0]:
                 res.net_same_device = (line_nos[i], clean(lines[i].decode("utf-8", "replace")).text)
+
+
+def _moved_shape(mover: ShapeMover, shape: LineShape, line: bytes) -> LineShape | None:
+    """The shape of `line`: the exemplar's fields moved to where `line` has them (shapes.py)."""
+    move_span = mover.mapper(line)
+    if move_span is None:
+        return None
+    try:
+        records = [
+            RecordShape(
+                move_span(*r.span),
+                r.level,
+                r.family,
+                r.reason,
+                {k: move_span(*v) for k, v in r.prefix.items()},
+                _shift(r.fields, move_span),
+                r.elided,
+            )
+            for r in shape.records
+        ]
+        lead = move_span(*shape.lead) if shape.lead is not None else None
+    except InsideValue:
+        return None
+    return LineShape(records, lead, shape.recognized, exemplar=line)
+
+
+class _Picked:
+    """Some lines of a block, by position, without a list of their own (COLL rows keep them until reduced)."""
+
+    __slots__ = ("lines", "rows")
+
+    def __init__(self, lines: list[bytes], rows: np.ndarray) -> None:
+        self.lines = lines
+        self.rows = rows
+
+    def __getitem__(self, k: int) -> bytes:
+        return self.lines[self.rows[k]]
+
+
+class _MoveRecord:
+    """A coarse template's way to the RecordShape of one of its lines (picklable, unlike a closure)."""
+
+    def __init__(self, shape: LineShape) -> None:
+        self.shape = shape
+        self.mover = ShapeMover(shape.exemplar, shape.kind)
+
+    def __call__(self, line: bytes) -> RecordShape:
+        moved = _moved_shape(self.mover, self.shape, line)
+        if moved is None:  # cannot happen for a line the template matched; its fields are then left unread
+            record = self.shape.records[0]
+            return RecordShape((0, len(line)), record.level, record.family)
+        return moved.records[0]
+
+
+def _coarse_template(shape: LineShape) -> CoarseTemplate | None:
+    """The coarse template of a COLL line's shape; None when its fields do not fall on whole words."""
+    record = shape.records[0]
+    exemplar = shape.exemplar
+    classes = word_classes(exemplar, shape.kind)
+    if classes is None:
+        return None
+    fields: dict[str, tuple[int, int]] = {}
+    for name, span, needed in (
+        ("host", record.prefix.get("host"), False),
+        ("pid", record.prefix.get("pid"), False),
+        ("comm", record.fields.get("comm"), True),
+        ("op_count", record.fields.get("op_count"), True),
+    ):
+        if not isinstance(span, tuple):
+            if needed:
+                return None
+            continue
+        words = span_words(exemplar, span)
+        if words is None or (name in ("pid", "op_count") and words[0] != words[1]):
+            return None
+        fields[name] = words
+    if classes[fields["op_count"][0]] == DECIMAL:
+        classes[fields["op_count"][0]] = HEX  # %lx: "opCount 9" and "opCount 1f" are one kind of line
+    return CoarseTemplate(record, exemplar, classes, fields, _MoveRecord(shape))
 
 
 def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
