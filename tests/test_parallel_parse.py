@@ -88,3 +88,29 @@ def test_only_documents_are_read_whole(tmp_path: Path, monkeypatch: pytest.Monke
         path = tmp_path / name
         path.write_bytes(data)
         assert split.can_split(InputFile(str(path), name)) is splits, name
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_coll_lines_of_every_width_read_in_ranges_give_the_case_one_process_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """COLL lines read by coarse templates (parse/coarse.py) in worker processes: the per-rank summary
+    and its evidence lines (whose field positions are found after the worker sent them) are the same."""
+    import random
+
+    from test_nccl_log import _coll_lines
+
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
+    rng = random.Random(9)
+    ranks = [
+        (f"gpu-{h}x{rng.randrange(99)}", rng.randint(10, 99999), f"0x{rng.randrange(1 << 40):x}") for h in range(6)
+    ]
+    lines, expected = _coll_lines(rng, 6_000, ranks)
+    target = tmp_path / "coll.log"
+    target.write_text("\n".join(lines) + "\n")
+    serial = read_case([str(target)], jobs=1)
+    parallel = read_case([str(target)], jobs=jobs)
+    assert parallel.case.model_dump() == serial.case.model_dump()
+    got = {(c.host, c.pid, c.comm): [c.calls, c.last_op_count, c.evidence.line] for c in parallel.case.coll_calls}
+    assert got == expected

@@ -188,21 +188,14 @@ class LineShape:
 class Event:
     """One NCCL record that is not bulk. Fields are decoded from the raw line on first use."""
 
-    __slots__ = ("line", "raw", "_shape", "_fields", "_origin")
+    __slots__ = ("line", "raw", "shape", "_fields", "_origin")
 
-    def __init__(self, line: int, raw: bytes, shape: RecordShape | CoarseTemplate) -> None:
+    def __init__(self, line: int, raw: bytes, shape: RecordShape) -> None:
         self.line = line
         self.raw = raw
-        self._shape = shape  # a coarse template: the line's own field positions are found when first read
+        self.shape = shape
         self._fields: dict[str, Any] | None = None
         self._origin: Origin | None = None
-
-    @property
-    def shape(self) -> RecordShape:
-        shape = self._shape
-        if shape.__class__ is not RecordShape:
-            shape = self._shape = shape.record_for(self.raw)  # type: ignore[union-attr]
-        return shape  # type: ignore[return-value]
 
     @property
     def family(self) -> str:
@@ -265,11 +258,45 @@ class Event:
     def location(self) -> str | None:
         return self._prefix("location")
 
-    def __getstate__(self) -> tuple[int, bytes, RecordShape | CoarseTemplate]:
-        return (self.line, self.raw, self._shape)
+    def __getstate__(self) -> tuple[int, bytes, RecordShape]:
+        return (self.line, self.raw, self.shape)
 
-    def __setstate__(self, state: tuple[int, bytes, RecordShape | CoarseTemplate]) -> None:
-        self.line, self.raw, self._shape = state
+    def __setstate__(self, state: tuple[int, bytes, RecordShape]) -> None:
+        self.line, self.raw, self.shape = state
+        self._fields = None
+        self._origin = None
+
+
+_SHAPE_SLOT = Event.__dict__["shape"]
+
+
+class CoarseEvent(Event):
+    """The Event of a COLL line read by a coarse template (coarse.py): its own field positions are
+    found when it is first read (most such lines are only counted, and a worker pickles the rest)."""
+
+    __slots__ = ("_template",)
+
+    def __init__(self, line: int, raw: bytes, template: CoarseTemplate) -> None:
+        self._template: CoarseTemplate | None = template
+        super().__init__(line, raw, None)  # type: ignore[arg-type]
+
+    @property  # type: ignore[override]
+    def shape(self) -> RecordShape:
+        if self._template is not None:
+            _SHAPE_SLOT.__set__(self, self._template.record_for(self.raw))
+            self._template = None
+        return _SHAPE_SLOT.__get__(self)
+
+    @shape.setter
+    def shape(self, value: RecordShape | None) -> None:
+        _SHAPE_SLOT.__set__(self, value)
+
+    def __getstate__(self) -> tuple[int, bytes, Any]:  # type: ignore[override]
+        return (self.line, self.raw, self._template or _SHAPE_SLOT.__get__(self))
+
+    def __setstate__(self, state: tuple[int, bytes, Any]) -> None:  # type: ignore[override]
+        self.line, self.raw, shape = state
+        self._template, self.shape = (None, shape) if isinstance(shape, RecordShape) else (shape, None)
         self._fields = None
         self._origin = None
 
@@ -1026,11 +1053,11 @@ class NcclLogParser:
             at = int(offset[idx])
             entry = summary.get(key)
             if entry is None:
-                summary[key] = [count, int(ops[idx]), Event(int(row[4][at]), row[5][at], row[6])]
+                summary[key] = [count, int(ops[idx]), _event(int(row[4][at]), row[5][at], row[6])]
             else:  # reduced before (COLL_PENDING_MAX, or the result was read): later rows add to it
                 entry[0] += count
                 if ops[idx] >= entry[1]:
-                    entry[1:] = [int(ops[idx]), Event(int(row[4][at]), row[5][at], row[6])]
+                    entry[1:] = [int(ops[idx]), _event(int(row[4][at]), row[5][at], row[6])]
 
     @staticmethod
     def _hex_column(column: Callable[[Span], np.ndarray], span: Span) -> np.ndarray:
@@ -1184,6 +1211,10 @@ def _moved_shape(mover: ShapeMover, shape: LineShape, line: bytes) -> LineShape 
     except InsideValue:
         return None
     return LineShape(records, lead, shape.recognized, exemplar=line)
+
+
+def _event(line: int, raw: bytes, shape: RecordShape | CoarseTemplate) -> Event:
+    return Event(line, raw, shape) if isinstance(shape, RecordShape) else CoarseEvent(line, raw, shape)
 
 
 class _Picked:
