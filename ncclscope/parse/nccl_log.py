@@ -707,7 +707,7 @@ class NcclLogParser:
         ops = template.number(block, rows, "op_count", 16)
         comms = template.text(block, rows, "comm")
         at = where[rows]
-        self._coll_rows.append((pids, hosts, comms, ops, at + first_line, _Picked(lines, at), template))
+        self._coll_rows.append((pids, hosts, comms, ops, at + first_line, [lines[i] for i in at.tolist()], template))
         self._coll_pending += n
         if self._coll_pending >= COLL_PENDING_MAX:
             self._reduce_coll_calls()
@@ -1215,19 +1215,6 @@ def _moved_shape(mover: ShapeMover, shape: LineShape, line: bytes) -> LineShape 
 
 def _event(line: int, raw: bytes, shape: RecordShape | CoarseTemplate) -> Event:
     return Event(line, raw, shape) if isinstance(shape, RecordShape) else CoarseEvent(line, raw, shape)
-
-
-class _Picked:
-    """Some lines of a block, by position, without a list of their own (COLL rows keep them until reduced)."""
-
-    __slots__ = ("lines", "rows")
-
-    def __init__(self, lines: list[bytes], rows: np.ndarray) -> None:
-        self.lines = lines
-        self.rows = rows
-
-    def __getitem__(self, k: int) -> bytes:
-        return self.lines[self.rows[k]]
 
 
 class _MoveRecord:
