@@ -1,15 +1,16 @@
 """Reading per-call COLL lines of every width with one template per kind of line.
 
-The word skeleton of templates.py fixes each line's length, so COLL lines, whose values change
-width on every call (`opCount 9` / `opCount 1a`, `count 4096` / `count 25165824`, rank tags `[1,7]` /
+The word skeleton of templates.py fixes each line's length, so COLL lines, whose values change width
+on every call (`opCount 9` / `opCount 1a`, `count 4096` / `count 25165824`, rank tags `[1,7]` /
 `[1,1022]`, host names), make a new skeleton for nearly every combination: thousands per log, each
-learnt, each a small numpy group. Lines whose word skeletons collapse to one *coarse key* (every run
-of letters and digits -> one '0') have the same punctuation between the same number of words, so
-their words pair up by position, whatever their widths. A coarse template checks a whole group of
-such lines at once, word by word (numpy over the word boundaries): the exemplar's keywords must be
-equal, numbers must be numbers, the host name may be anything; the columns the COLL summary needs
-(host, pid, comm pointer, opCount) are cut out by word, not by byte. The rare line kept as evidence
-gets its own field positions only when it is read (`record_for`).
+learnt, each a small numpy group. Lines of one *coarse key* (shapes.coarse_key: every run of letters
+and digits -> one '0'; a word skeleton has the same key as its line) have the same punctuation
+between the same number of words, so their words pair up by position, whatever their widths. A
+coarse template checks a whole group of such lines at once, word by word (numpy over the word
+boundaries): the exemplar's keywords must be equal, numbers must be numbers, the host name may be
+anything; the columns the COLL summary needs (host, pid, comm pointer, opCount) are cut out by word,
+not by byte. The rare line kept as evidence gets its own field positions only when it is read
+(`record_for`).
 
 Finding the words costs a few passes over the bytes, more per line than the fixed-width templates,
 so a word skeleton with many lines in one block (nccl_log.PROMOTE_MIN) is still learnt and read the
@@ -19,19 +20,18 @@ few lines. On the benchmark's mixed log (launcher tags, cloud host names) this p
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ncclscope.parse.templates import WORD_SKELETON
+from ncclscope.parse.shapes import VALUE_RE
+from ncclscope.parse.templates import HEX_DIGITS, WORD_SKELETON
 
 Span = tuple[int, int]
 COARSE_FAMILIES = frozenset({"coll_call"})  # the per-call lines that make gigabyte logs
 MOVED_MEMO = 4096  # field layouts kept per template (one per word skeleton of its evidence lines)
-_RUNS = re.compile(rb"0+")
 
 # Per byte: bit 0 set when it is no decimal digit, bit 1 when it is no hex digit, bit 2 when it is a
 # letter or digit (the bytes WORD_SKELETON maps to '0')
@@ -46,16 +46,8 @@ _ALNUM_TABLE = bytes(c >> 2 for c in _CLASS)
 _NOT_DIGIT = 0x0101010101010101
 _NOT_HEX = 0x0202020202020202
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)  # first k bytes
-_HEX_VALUE = np.zeros(256, dtype=np.int64)
-for _c in string.hexdigits:
-    _HEX_VALUE[ord(_c)] = int(_c, 16)
 
 FIXED, DECIMAL, HEX, HEX_0X, FREE = range(5)
-
-
-def coarse_of(word: bytes) -> bytes:
-    """The coarse key of a word skeleton (templates.WORD_SKELETON)."""
-    return _RUNS.sub(b"0", word)
 
 
 def _windows(buffer: bytes) -> np.ndarray:
@@ -112,7 +104,7 @@ class CoarseTemplate:
         self.exemplar = exemplar
         self.fields = fields  # name -> (first word, last word)
         self.move = move  # a line of this template -> its own RecordShape (nccl_log)
-        words = [m.span() for m in re.finditer(rb"[A-Za-z0-9]+", exemplar)]
+        words = [m.span() for m in VALUE_RE.finditer(exemplar)]
         self.width = len(words)
         # the bytes that must equal the exemplar's, 8 at a time: the fixed words with the byte after each
         # (punctuation, so a longer word differs there), and the "0x" of pointers
@@ -177,7 +169,7 @@ class CoarseTemplate:
             values = [int(bytes(block.bytes[a:b]), base) for a, b in zip(s.tolist(), e.tolist(), strict=True)]
             return np.array(values, dtype=np.int64)
         at = e[:, None] - width + np.arange(width)
-        digits = np.where(at >= s[:, None], _HEX_VALUE[block.bytes[np.maximum(at, 0)]], 0)
+        digits = np.where(at >= s[:, None], HEX_DIGITS[block.bytes[np.maximum(at, 0)]], 0)
         return digits @ (base ** np.arange(width - 1, -1, -1, dtype=np.int64))
 
     def record_for(self, raw: bytes) -> Any:
@@ -203,7 +195,7 @@ def word_classes(exemplar: bytes, kind: np.ndarray) -> list[int] | None:
     """Per word of the exemplar, its class from the per-column `kind` of templates.value_columns
     (0 keyword, 1 decimal, 2 hex, 3 host name); None when a word mixes classes."""
     classes = []
-    for m in re.finditer(rb"[A-Za-z0-9]+", exemplar):
+    for m in VALUE_RE.finditer(exemplar):
         a, b = m.span()
         if exemplar.startswith(b"0x", a) and b - a > 2 and not kind[a] and not kind[a + 1]:
             inner = set(kind[a + 2 : b].tolist())
@@ -219,7 +211,7 @@ def word_classes(exemplar: bytes, kind: np.ndarray) -> list[int] | None:
 
 def span_words(exemplar: bytes, span: Span) -> tuple[int, int] | None:
     """The first and last word a field span covers exactly; None when it starts or ends inside a word."""
-    words = [m.span() for m in re.finditer(rb"[A-Za-z0-9]+", exemplar)]
+    words = [m.span() for m in VALUE_RE.finditer(exemplar)]
     first = next((i for i, (a, _) in enumerate(words) if a == span[0]), None)
     last = next((i for i, (_, b) in enumerate(words) if b == span[1]), None)
     if first is None or last is None or last < first:

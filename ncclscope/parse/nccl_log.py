@@ -39,12 +39,18 @@ from ncclscope.parse.coarse import (
     HEX,
     BlockWords,
     CoarseTemplate,
-    coarse_of,
     span_words,
     word_classes,
 )
 from ncclscope.parse.shapes import InsideValue, ShapeMover, coarse_key
-from ncclscope.parse.templates import TEMPLATES_PER_SKELETON, WORD_SKELETON, Template, template_of, value_columns
+from ncclscope.parse.templates import (
+    HEX_DIGITS,
+    TEMPLATES_PER_SKELETON,
+    WORD_SKELETON,
+    Template,
+    template_of,
+    value_columns,
+)
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
@@ -62,10 +68,6 @@ ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 # and every banner of a job script.
 BARE_TOO_PLAIN = frozenset({"system_footer"})
 NCCL_LINE_MAX = 1023  # NCCL formats each debug line into a 1024-byte buffer (src/debug.cc) and cuts the rest
-HEX_DIGITS = np.full(256, -1, dtype=np.int64)  # byte -> its value as a hex digit
-HEX_DIGITS[np.frombuffer(b"0123456789abcdef", np.uint8)] = HEX_DIGITS[np.frombuffer(b"0123456789ABCDEF", np.uint8)] = (
-    np.arange(16)
-)
 BULK_FAMILIES = frozenset(
     {"connection", "collnet_connection", "graph_ring", "graph_tree", "graph_channel", "coll_call", "call", "trace"}
 )
@@ -531,14 +533,14 @@ class NcclLogParser:
         rare: dict[bytes, list[int]] = defaultdict(list)  # coarse key -> lines of word skeletons seen rarely
         for word, indices in by_coarse.items():
             if len(indices) < PROMOTE_MIN:
-                rare[coarse_of(word)].extend(indices)
+                rare[coarse_key(word)].extend(indices)
                 continue
             # a width that recurs: its shape is learnt once, its lines read the fixed-width way
             self._exact(indices[0], lines, word, groups, first_line)
             if word in self._templates:
                 self._match_templates(word, indices[1:], lines, groups, first_line)
             else:
-                rare[coarse_of(word)].extend(indices[1:])
+                rare[coarse_key(word)].extend(indices[1:])
         for key, indices in rare.items():
             self._match_coarse(key, sorted(indices), lines, words, groups, first_line)
         for shape, indices in groups.items():
@@ -620,7 +622,7 @@ class NcclLogParser:
     def _coarse_route(self, word: bytes) -> bytes | None:
         """The coarse key of a word skeleton when a coarse template may read its lines, else None
         (remembered either way; a new template forgets the word skeletons that had none)."""
-        key = coarse_of(word)
+        key = coarse_key(word)
         found = key if key in self._coarse_templates else None
         if len(self._coarse_words) < CACHE_LIMIT:
             self._coarse_words[word] = found
@@ -628,7 +630,7 @@ class NcclLogParser:
 
     def _add_coarse(self, word: bytes, shape: LineShape) -> None:
         """A COLL line's shape as a coarse template of its coarse key (when its words allow one)."""
-        key = coarse_of(word)
+        key = coarse_key(word)
         known = self._coarse_templates.get(key, [])
         if len(known) >= COARSE_TEMPLATES_MAX or (known and not self._coarse_missed):
             return  # learnt for a line no coarse template was asked to read: most likely one already can

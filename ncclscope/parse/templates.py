@@ -32,6 +32,10 @@ _IS_DIGIT[ord("0") : ord("9") + 1] = True
 _IS_HEX = _IS_DIGIT.copy()
 for _c in b"abcdefABCDEF":
     _IS_HEX[_c] = True
+HEX_DIGITS = np.full(256, -1, dtype=np.int64)  # byte -> its value as a hex digit
+HEX_DIGITS[np.frombuffer(b"0123456789abcdef", np.uint8)] = HEX_DIGITS[np.frombuffer(b"0123456789ABCDEF", np.uint8)] = (
+    np.arange(16)
+)
 
 Span = tuple[int, int]
 
