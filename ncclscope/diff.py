@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import io
 import re
-import statistics
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ncclscope import __version__
-from ncclscope.model import Analysis, BenchmarkRow, Finding
+from ncclscope.frames import benchmarks as benchmark_frame
+from ncclscope.model import Analysis, Finding
 from ncclscope.output_files import write_file
 from ncclscope.render.labels import human_size
 
@@ -126,9 +127,11 @@ def diff_runs(before: Analysis, after: Analysis, threshold: float = DEFAULT_THRE
         raise ValueError(f"threshold must be a fraction in [0, 1), got {threshold}")
     curves_before, sources_before = _curves(before)
     curves_after, sources_after = _curves(after)
+    keys_before, keys_after = set(sources_before), set(sources_after)
+    sides = pd.concat({"before": curves_before, "after": curves_after}, axis=1).sort_index()
     series = [
-        _series_diff(key, curves_before[key], curves_after[key], threshold, sources_before[key], sources_after[key])
-        for key in sorted(curves_before.keys() & curves_after.keys())
+        _series_diff(key, sides.loc[key], threshold, sources_before[key], sources_after[key])
+        for key in sorted(keys_before & keys_after)
     ]
     appeared, disappeared, persisting = _finding_changes(before.findings, after.findings)
     return RunDiff(
@@ -136,8 +139,8 @@ def diff_runs(before: Analysis, after: Analysis, threshold: float = DEFAULT_THRE
         before_inputs=[s.path for s in before.case.sources],
         after_inputs=[s.path for s in after.case.sources],
         series=series,
-        series_only_before=[_key(k) for k in sorted(curves_before.keys() - curves_after.keys())],
-        series_only_after=[_key(k) for k in sorted(curves_after.keys() - curves_before.keys())],
+        series_only_before=[_key(k) for k in sorted(keys_before - keys_after)],
+        series_only_after=[_key(k) for k in sorted(keys_after - keys_before)],
         summary=[s for s in (_summary(d) for d in series) if s is not None],
         findings_appeared=appeared,
         findings_disappeared=disappeared,
@@ -147,60 +150,49 @@ def diff_runs(before: Analysis, after: Analysis, threshold: float = DEFAULT_THRE
 
 
 _Key = tuple[str, str, str, int]  # sortable form of SeriesKey (nranks -1 when unknown)
+_SERIES = ["collective", "type", "redop", "nranks"]
 
 
 def _key(k: _Key) -> SeriesKey:
     return SeriesKey(collective=k[0], type=k[1], redop=k[2], nranks=k[3] if k[3] >= 0 else None)
 
 
-def _best_busbw(row: BenchmarkRow) -> float | None:
-    values = [m.busbw for m in (row.out_of_place, row.in_place) if m.busbw is not None]
-    return max(values) if values else None
-
-
-def _curves(analysis: Analysis) -> tuple[dict[_Key, dict[int, float]], dict[_Key, list[str]]]:
-    samples: dict[_Key, dict[int, list[float]]] = {}
-    sources: dict[_Key, list[str]] = {}
-    for run in analysis.case.benchmarks:
-        for row in run.rows:
-            busbw = _best_busbw(row)
-            if busbw is None:
-                continue
-            key = (run.collective or "unknown", row.type, row.redop, run.nranks if run.nranks else -1)
-            samples.setdefault(key, {}).setdefault(row.size, []).append(busbw)
-            if run.source not in sources.setdefault(key, []):
-                sources[key].append(run.source)
-    curves = {k: {size: statistics.median(v) for size, v in by_size.items()} for k, by_size in samples.items()}
-    return curves, sources
+def _curves(analysis: Analysis) -> tuple[pd.Series, dict[_Key, list[str]]]:
+    """The median busbw per series and size (a Series indexed by series key and size), and each series'
+    inputs in the order read."""
+    rows = benchmark_frame(analysis.case).dropna(subset=["busbw"])
+    rows = rows.assign(
+        collective=rows["collective"].fillna("unknown"),
+        nranks=rows["nranks"].fillna(-1).replace(0, -1).astype("int64"),
+    )
+    curves = rows.groupby([*_SERIES, "size"])["busbw"].median()
+    sources = {tuple(key): list(dict.fromkeys(group)) for key, group in rows.groupby(_SERIES, sort=False)["source"]}
+    return curves, sources  # type: ignore[return-value]
 
 
 def _series_diff(
-    key: _Key,
-    before: dict[int, float],
-    after: dict[int, float],
-    threshold: float,
-    before_sources: list[str],
-    after_sources: list[str],
+    key: _Key, sides: pd.DataFrame, threshold: float, before_sources: list[str], after_sources: list[str]
 ) -> SeriesDiff:
-    sizes = []
-    for size in sorted(before.keys() | after.keys()):
-        b, a = before.get(size), after.get(size)
-        ratio = a / b if a is not None and b else None
-        sizes.append(
-            SizeDiff(
-                size=size,
-                before_busbw=b,
-                after_busbw=a,
-                ratio=round(ratio, 4) if ratio is not None else None,
-                regression=ratio is not None and ratio < 1 - threshold,
-                improvement=ratio is not None and ratio > 1 + threshold,
-            )
+    """`sides`: columns before and after (busbw, NaN where a side lacks the size), indexed by size."""
+    ratio = (sides["after"] / sides["before"]).where(sides["before"] != 0).round(4)
+    rows = sides.assign(ratio=ratio, regression=ratio < 1 - threshold, improvement=ratio > 1 + threshold)
+    rows = rows.astype(object).where(rows.notna(), None)
+    sizes = [
+        SizeDiff(
+            size=int(size),
+            before_busbw=row.before,
+            after_busbw=row.after,
+            ratio=row.ratio,
+            regression=bool(row.regression),
+            improvement=bool(row.improvement),
         )
+        for size, row in zip(rows.index, rows.itertuples(index=False), strict=True)
+    ]
     return SeriesDiff(
         key=_key(key),
         sizes=sizes,
-        only_before=sorted(before.keys() - after.keys()),
-        only_after=sorted(after.keys() - before.keys()),
+        only_before=[int(size) for size in sides.index[sides["after"].isna()]],
+        only_after=[int(size) for size in sides.index[sides["before"].isna()]],
         before_sources=before_sources,
         after_sources=after_sources,
     )

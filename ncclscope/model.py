@@ -7,9 +7,14 @@ human can check it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, overload
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from pandas import DataFrame
+
+    from ncclscope.frames import Frames
 
 SourceKind = Literal[
     "nccl_log",
@@ -1038,6 +1043,18 @@ class Case(BaseModel):
         default_factory=list, description="Who reached which collective, per group and kind of evidence (hangs)."
     )
 
+    @overload
+    def frames(self, name: None = None) -> Frames: ...
+    @overload
+    def frames(self, name: str) -> DataFrame: ...
+    def frames(self, name: str | None = None) -> Frames | DataFrame:
+        """The Case as pandas DataFrames (ncclscope.frames: benchmarks, connections, ranks, settings; findings
+        empty), or the one frame `name`."""
+        from ncclscope.frames import case_frames
+
+        frames = case_frames(self)
+        return frames if name is None else frames[name]
+
 
 # ---------------------------------------------------------------------------------------------
 # Findings: what `ncclscope analyze` says about a Case
@@ -1114,3 +1131,14 @@ class Analysis(BaseModel):
     platform: Platform = Field(default_factory=Platform)
     bandwidth: list[BandwidthJudgement] = Field(default_factory=list)
     case: Case
+
+    @overload
+    def frames(self, name: None = None) -> Frames: ...
+    @overload
+    def frames(self, name: str) -> DataFrame: ...
+    def frames(self, name: str | None = None) -> Frames | DataFrame:
+        """The Case's frames and the findings as pandas DataFrames (ncclscope.frames), or the one frame `name`."""
+        from ncclscope.frames import analysis_frames
+
+        frames = analysis_frames(self)
+        return frames if name is None else frames[name]
