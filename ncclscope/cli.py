@@ -19,6 +19,7 @@ from rich.console import Console
 
 from ncclscope import __version__
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
+from ncclscope.fleet_command import fleet
 from ncclscope.output_files import write_file
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
@@ -403,6 +404,7 @@ def version() -> None:
 # Commands that live with their subsystem; their modules import Textual / torch only when they run.
 app.command()(tui)
 app.command()(run)
+app.command()(fleet)
 
 
 def main() -> None:

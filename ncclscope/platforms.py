@@ -618,6 +618,14 @@ def judge_bandwidth(case: Case, platform: Platform) -> list[BandwidthJudgement]:
     return judgements
 
 
+def run_expectation(case: Case, platform: Platform, run: BenchmarkRun) -> tuple[RunFacts | None, Expectation | None]:
+    """A run's facts at its largest size and what it should reach there (None where nothing is known)."""
+    facts = run_facts(run, platform)
+    if facts is None or cpu_run(run):
+        return facts, None
+    return facts, _expectation(facts, case, platform)[0]
+
+
 def unjudged_need(case: Case, platform: Platform, judgement: BandwidthJudgement) -> str | None:
     """What the inputs would need for a run without expectation to be judged (None when it has one)."""
     for run in case.benchmarks:
