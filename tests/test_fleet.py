@@ -188,3 +188,34 @@ def test_the_dask_path_gives_the_same_json_as_the_local_path(fleet) -> None:
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         remote = judging.judge(judging.summarize_on_dask(units, cluster.scheduler_address))
     assert remote.model_dump_json() == local.model_dump_json()
+
+
+def _pairs_plan(mode: str, hosts: str) -> tuple[int, list[list[str]], str]:
+    result = run_cli(
+        "run", "all_reduce", "--pairs", mode, "--hosts", hosts, "--launcher", "mpirun", "-g", "8",
+        "--backend", "torch", "--dry-run", "-o", "/tmp/ncclscope-pairs",
+    )  # fmt: skip
+    text = result.stdout.decode()
+    pairs = [line.split()[2:] for line in text.splitlines() if line.startswith("# pair ")]
+    return result.returncode, pairs, text
+
+
+def test_run_pairs_plans_every_pair_then_fleet_over_their_run_directories() -> None:
+    code, pairs, text = _pairs_plan("exhaustive", "n1,n2,n3,n4")
+    assert code == 0
+    assert pairs == [["n1", "n2"], ["n1", "n3"], ["n1", "n4"], ["n2", "n3"], ["n2", "n4"], ["n3", "n4"]]
+    launches = [line for line in text.splitlines() if line.startswith("mpirun") and "all_reduce" in line]
+    assert len(launches) == 6  # the torch backend: one torchrun per host of the pair, 8 ranks each
+    assert "-H n1:1,n2:1" in launches[0] and "--nnodes 2 --nproc-per-node 8" in launches[0]
+    assert "NCCL_DEBUG_FILE=/tmp/ncclscope-pairs/n1__n2/" in text
+    assert text.rstrip().splitlines()[-1].startswith("# then: ncclscope fleet /tmp/ncclscope-pairs/n1__n2 ")
+
+
+def test_run_pairs_matching_gives_each_host_two_partners_and_refuses_one_host() -> None:
+    code, pairs, _ = _pairs_plan("matching", "a,b,c,d,e")
+    assert code == 0 and len(pairs) == 5
+    for host in "abcde":
+        partners = {p for pair in pairs if host in pair for p in pair} - {host}
+        assert len(partners) == 2
+    assert _pairs_plan("matching", "a")[0] == 2
+    assert _pairs_plan("sometimes", "a,b")[0] == 2

@@ -103,6 +103,14 @@ def run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the environment and the command lines; run nothing.")
     ] = False,
+    pairs: Annotated[
+        str | None,
+        typer.Option(
+            "--pairs",
+            help="Pairwise check of --hosts: exhaustive (every pair) or matching (each host with two partners);"
+            " one run directory per pair under --out, then `ncclscope fleet` over them.",
+        ),
+    ] = None,
 ) -> None:
     """Run collectives (nccl-tests, or the built-in torch.distributed benchmark) with full NCCL logging.
 
@@ -141,6 +149,16 @@ def run(
         err.print(f"ncclscope: {exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     run_dir = out or default_run_dir()
+    if pairs is not None:
+        try:
+            pair_list = planning.host_pairs(layout.hosts, pairs)
+        except planning.PlanError as exc:
+            err.print(f"ncclscope: {exc}", markup=False)
+            raise typer.Exit(EXIT_USAGE) from None
+        code = _run_pairs(
+            run_dir, pair_list, layout, chosen, names, sweep, gpus, dry_run, timeout, on_gpus, keep_going, err
+        )
+        raise typer.Exit(code)
     env = debug_environment(run_dir, os.environ, hosts=layout.host_count)
     steps = planning.plan_steps(
         names, chosen.binaries, sweep, layout, env.names, "nccl" if gpus else "gloo", sys.executable
@@ -157,6 +175,40 @@ def run(
         raise typer.Exit(EXIT_USAGE)
     code = _run(run_dir, chosen.name, layout, env, steps, limit, sweep, keep_going, no_analyze, fail_on)
     raise typer.Exit(code)
+
+
+def _run_pairs(  # type: ignore[no-untyped-def]
+    root: Path, pair_list, layout, chosen, names, sweep, gpus, dry_run, timeout, on_gpus, keep_going, err
+) -> int:
+    """One run per host pair (its own run directory, root/<a>__<b>), then `ncclscope fleet` over them."""
+    from ncclscope.runner import plan as planning
+    from ncclscope.runner.environment import debug_environment
+
+    limit = timeout if timeout is not None else (planning.GPU_TIMEOUT_S if on_gpus else planning.CPU_TIMEOUT_S)
+    run_dirs = []
+    for a, b in pair_list:
+        pair_layout = planning.Layout(layout.launcher, layout.ranks_per_host, [a, b])
+        run_dir = root / f"{a.name}__{b.name}"
+        env = debug_environment(run_dir, os.environ, hosts=2)
+        steps = planning.plan_steps(
+            names, chosen.binaries, sweep, pair_layout, env.names, "nccl" if gpus else "gloo", sys.executable
+        )
+        if dry_run:
+            print(f"# pair {a.name} {b.name}")
+            _print_plan(chosen.name, env, steps, run_dir, planning.each_host_prefix(pair_layout))
+            continue
+        code = _run(run_dir, chosen.name, pair_layout, env, steps, limit, sweep, keep_going, True, FailOn.never)
+        if code == EXIT_INTERRUPTED:
+            return code
+        run_dirs.append(str(run_dir))
+    fleet_argv = ["ncclscope", "fleet", *(run_dirs or [str(root / f"{a.name}__{b.name}") for a, b in pair_list])]
+    if dry_run:
+        print(f"# then: {' '.join(fleet_argv)}")
+        return 0
+    err.print(f"ncclscope: {len(run_dirs)} pairs run; now {' '.join(fleet_argv[:2])} over their run directories")
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "ncclscope", *fleet_argv[1:]], check=False).returncode
 
 
 def _print_plan(

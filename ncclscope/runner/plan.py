@@ -226,3 +226,19 @@ def _launcher_prefix(layout: Layout, env_names: list[str], per_host: int | None)
 
 def shell_line(argv: list[str]) -> str:
     return shlex.join(argv)
+
+
+PAIR_MODES = ("exhaustive", "matching")
+
+
+def host_pairs(hosts: list[Host], mode: str) -> list[tuple[Host, Host]]:
+    """The host pairs of a pairwise check. exhaustive: every pair (n(n-1)/2 runs). matching: a ring, each host
+    with the next (n runs, two different partners each): a host slow with both partners is the culprit, one
+    slow pair of hosts fine elsewhere is a link."""
+    if mode not in PAIR_MODES:
+        raise PlanError(f"--pairs {mode}: choose from {', '.join(PAIR_MODES)}")
+    if len(hosts) < 2:
+        raise PlanError("--pairs needs at least two --hosts")
+    if mode == "exhaustive" or len(hosts) <= 3:
+        return [(a, b) for i, a in enumerate(hosts) for b in hosts[i + 1 :]]
+    return [(hosts[i], hosts[(i + 1) % len(hosts)]) for i in range(len(hosts))]
