@@ -20,7 +20,7 @@ from rich.console import Console
 from ncclscope import __version__
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.fleet_command import fleet
-from ncclscope.output_files import write_file
+from ncclscope.output_files import write_output
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
 
@@ -95,24 +95,6 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def _write_output(text: str | bytes, output: Path | None) -> None:
-    """Print, or write atomically (temporary file then rename) so no half-written file is left.
-    `text` may be UTF-8 bytes already (a large Case's JSON: one copy of it, not two)."""
-    data = text if isinstance(text, bytes) else text.encode("utf-8")
-    end = b"" if data.endswith(b"\n") else b"\n"  # written apart: `data + end` would copy tens of MB
-    if output is None:
-        buffer = getattr(sys.stdout, "buffer", None)
-        if buffer is None:  # a text-only stream (a test's capture)
-            sys.stdout.write((data + end).decode("utf-8"))
-            return
-        sys.stdout.flush()
-        buffer.write(data)
-        buffer.write(end)
-        buffer.flush()
-        return
-    write_file(output, data + end if end else data)  # never renamed over a device or pipe (output_files.py)
-
-
 def _report_problems(messages: list[str]) -> None:
     err = _stderr()
     for message in messages:
@@ -130,7 +112,7 @@ def parse(
     outcome = read_case(paths, jobs)
     _report_problems(outcome.messages)
     if output_format is OutputFormat.json:
-        _write_output(outcome.case.__pydantic_serializer__.to_json(outcome.case, indent=2), output)
+        write_output(outcome.case.__pydantic_serializer__.to_json(outcome.case, indent=2), output)
     else:
         from ncclscope.render.summary import print_summary
 
@@ -139,7 +121,7 @@ def parse(
         else:
             console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
             print_summary(outcome.case, console)
-            _write_output(console.export_text(), output)
+            write_output(console.export_text(), output)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -205,10 +187,10 @@ def analyze(
         else:
             console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
             render.print_text(analysis, console)
-            _write_output(console.export_text(), output)
+            write_output(console.export_text(), output)
     else:
         writer = {"json": render.to_json, "markdown": render.to_markdown, "sarif": render.to_sarif}
-        _write_output(writer[output_format.value](analysis), output)
+        write_output(writer[output_format.value](analysis), output)
     if outcome.unusable and not outcome.case.sources and outcome.stopped_by is None:
         raise typer.Exit(EXIT_UNUSABLE)
     if outcome.exit_code == EXIT_UNUSABLE and not analysis.findings:
@@ -321,13 +303,13 @@ def diff(
     earlier, later = (run_rules(o.case, select, ignore) for o in sides)
     result = diffing.diff_runs(earlier, later, threshold=threshold)
     if output_format is DiffFormat.json:
-        _write_output(diffing.diff_to_json(result), output)
+        write_output(diffing.diff_to_json(result), output)
     elif output is None:
         diffing.render_diff_text(result, Console(highlight=False, soft_wrap=True))
     else:
         console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
         diffing.render_diff_text(result, console)
-        _write_output(console.export_text(), output)
+        write_output(console.export_text(), output)
     if plot is not None and diffing.diff_plot_png(result, plot) is None:
         _report_problems([f"{plot}: no benchmark in common to plot; nothing written"])
     if html is not None:
@@ -372,7 +354,7 @@ def schema(
     from ncclscope.model import Analysis, Case
 
     model = Case if kind is SchemaKind.case else Analysis
-    _write_output(json.dumps(model.model_json_schema(), indent=2), None)
+    write_output(json.dumps(model.model_json_schema(), indent=2), None)
 
 
 @app.command()
@@ -398,7 +380,7 @@ def demo() -> None:
 @app.command()
 def version() -> None:
     """Print the ncclscope version."""
-    _write_output(f"ncclscope {__version__}", None)
+    write_output(f"ncclscope {__version__}", None)
 
 
 # Commands that live with their subsystem; their modules import Textual / torch only when they run.

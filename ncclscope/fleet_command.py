@@ -192,12 +192,9 @@ class _progress:
 
 
 def _write(text: str, output: Path | None) -> None:
-    from ncclscope.output_files import write_file
+    from ncclscope.output_files import write_output
 
-    if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    write_file(output, (text if text.endswith("\n") else text + "\n").encode())
+    write_output(text, output)
 
 
 def _stderr(messages: list[str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -48,3 +49,21 @@ def write_file(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_output(text: str | bytes, output: Path | None) -> None:
+    """Print, or write atomically (temporary file then rename) so no half-written file is left.
+    `text` may be UTF-8 bytes already (a large Case's JSON: one copy of it, not two)."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    end = b"" if data.endswith(b"\n") else b"\n"  # written apart: `data + end` would copy tens of MB
+    if output is None:
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:  # a text-only stream (a test's capture)
+            sys.stdout.write((data + end).decode("utf-8"))
+            return
+        sys.stdout.flush()
+        buffer.write(data)
+        buffer.write(end)
+        buffer.flush()
+        return
+    write_file(output, data + end if end else data)  # never renamed over a device or pipe (output_files.py)
