@@ -410,6 +410,13 @@ def judge(
     return report
 
 
+def _robust_z(value: float | None, median: float | None, mad: float | None) -> float | None:
+    """The modified z-score of `value` in its fleet (None without a value or a fleet band)."""
+    if value is None or median is None or not mad:
+        return None
+    return round(MODIFIED_Z * (value - median) / mad, 2)
+
+
 def _worst_last(h: HostResult) -> int:
     return {"ok": 0, "unmeasured": 1, "missing": 2, "slow": 3, "failed": 4}[h.status]
 
@@ -452,8 +459,7 @@ def _host_results(nodes: pd.DataFrame, warning_below: float) -> list[HostResult]
             )
             if entry.expected is not None:
                 entry.expected_band = round(entry.expected * warning_below, 2)
-            if entry.busbw is not None and median is not None and mad:
-                entry.robust_z = round(MODIFIED_Z * (entry.busbw - median) / mad, 2)
+            entry.robust_z = _robust_z(entry.busbw, median, mad)
             if entry.failed_runs:
                 entry.status = "failed"
                 entry.detail = f"{entry.failed_runs} of {entry.runs} runs failed: {_short(row.failure)}"
@@ -504,9 +510,7 @@ def _pair_results(pairs: pd.DataFrame, warning_below: float) -> tuple[list[PairR
                     expected=expected,
                     fleet_median=median,
                     fleet_band=None if band is None else round(band, 2),
-                    robust_z=round(MODIFIED_Z * (busbw - median) / mad, 2)
-                    if busbw is not None and median and mad
-                    else None,
+                    robust_z=_robust_z(busbw, median, mad),
                     sources=list(row.sources),
                 )
             )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ncclscope.model import Analysis, Case
+    from ncclscope.model import Analysis, Case, Connection
 
 # frame -> (column, dtype, meaning)
 COLUMNS: dict[str, list[tuple[str, str, str]]] = {
@@ -207,13 +207,22 @@ def benchmarks(case: Case) -> pd.DataFrame:
     return frame("benchmarks", rows)
 
 
+def _edge_nic_names(case: Case) -> list[str | None]:
+    """Per edge of case.edges: the name of its NET device on its host (mlx5_0 ...) where the log listed it."""
+    names: dict[tuple[str, str, int | None], str] = {(d.host, d.transport, d.index): d.name for d in case.net_devices}
+    return [
+        names.get((edge.host or "", edge.transport.split("/")[1], edge.nic)) if _is_net(edge) else None
+        for edge in case.edges
+    ]
+
+
+def _is_net(edge: Connection) -> bool:
+    return edge.nic is not None and edge.transport.startswith("NET/")
+
+
 def connections(case: Case) -> pd.DataFrame:
-    names = {(d.host, d.transport, d.index): d.name for d in case.net_devices}
     rows = []
-    for edge in case.edges:
-        nic_name = None
-        if edge.nic is not None and edge.transport.startswith("NET/"):
-            nic_name = names.get((edge.host or "", edge.transport.split("/")[1], edge.nic))
+    for edge, nic_name in zip(case.edges, _edge_nic_names(case), strict=True):
         rows.append(
             (
                 edge.evidence.source,
@@ -283,12 +292,11 @@ def ranks(case: Case) -> pd.DataFrame:
 
 def _nics_of_ranks(case: Case) -> dict[tuple[str, int], list[str]]:
     """(host, rank) -> the NET devices its connection lines go through, by name where the log listed them."""
-    names = {(d.host, d.transport, d.index): d.name for d in case.net_devices}
     out: dict[tuple[str, int], list[str]] = {}
-    for edge in case.edges:
-        if edge.nic is None or not edge.transport.startswith("NET/"):
+    for edge, listed in zip(case.edges, _edge_nic_names(case), strict=True):
+        if not _is_net(edge):
             continue
-        name = names.get((edge.host or "", edge.transport.split("/")[1], edge.nic), str(edge.nic))
+        name = listed or str(edge.nic)
         used = out.setdefault((edge.host or "", edge.from_rank), [])
         if name not in used:
             used.append(name)

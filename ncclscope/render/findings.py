@@ -86,7 +86,7 @@ def to_markdown(analysis: Analysis) -> str:
     if analysis.findings:
         lines += ["| severity | code | finding |", "|---|---|---|"]
         for f in analysis.findings:
-            lines.append(f"| {f.severity} | {f.code} {f.name} | {_md_cell(f.message)} |")
+            lines.append(f"| {f.severity} | {f.code} {f.name} | {md_cell(f.message)} |")
         lines.append("")
     for f in analysis.findings:
         lines += [f"### {f.severity}: {f.code} {f.name}", "", f.message, ""]
@@ -106,7 +106,8 @@ def to_markdown(analysis: Analysis) -> str:
     return "\n".join(lines)
 
 
-def _md_cell(text: str) -> str:
+def md_cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 

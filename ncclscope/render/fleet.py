@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ncclscope import __version__
 from ncclscope.fleet import FleetReport
+from ncclscope.render.findings import md_cell
 
 NUMERIC = ("busbw", "expected", "median", "z", "change")
 STATUS_STYLE = {"failed": "bold red", "slow": "red", "missing": "yellow", "unmeasured": "dim", "ok": "green"}
@@ -25,10 +26,9 @@ STATUS_STYLE = {"failed": "bold red", "slow": "red", "missing": "yellow", "unmea
 def frames(report: FleetReport) -> dict[str, pd.DataFrame]:
     """hosts, pairs, pair_hosts and drift (one row per item and value) as DataFrames."""
     hosts = pd.DataFrame([h.model_dump() for h in report.hosts], columns=list(_fields("hosts")))
-    hosts["sources"] = hosts["sources"].map(lambda s: ",".join(s) if isinstance(s, list) else s)
     pairs = pd.DataFrame([p.model_dump() for p in report.pairs], columns=list(_fields("pairs")))
-    pairs["hosts"] = pairs["hosts"].map(lambda s: ",".join(s) if isinstance(s, list) else s)
-    pairs["sources"] = pairs["sources"].map(lambda s: ",".join(s) if isinstance(s, list) else s)
+    for df, column in ((hosts, "sources"), (pairs, "hosts"), (pairs, "sources")):  # lists as one text cell
+        df[column] = df[column].map(lambda s: ",".join(s) if isinstance(s, list) else s)
     pair_hosts = pd.DataFrame(
         [p.model_dump() for p in report.pair_hosts], columns=["host", "pairs", "slow_pairs", "culprit"]
     )
@@ -159,8 +159,7 @@ def _md(df: pd.DataFrame) -> str:
 def _md_cell(value: object) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return ""
-    text = f"{value:.2f}" if isinstance(value, float) else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md_cell(f"{value:.2f}" if isinstance(value, float) else str(value))
 
 
 def to_csv(report: FleetReport) -> str:
