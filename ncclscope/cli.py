@@ -20,7 +20,7 @@ from rich.console import Console
 from ncclscope import __version__
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.fleet_command import fleet
-from ncclscope.output_files import write_output
+from ncclscope.output_files import json_chunks, write_output
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
 
@@ -112,7 +112,7 @@ def parse(
     outcome = read_case(paths, jobs)
     _report_problems(outcome.messages)
     if output_format is OutputFormat.json:
-        write_output(outcome.case.__pydantic_serializer__.to_json(outcome.case, indent=2), output)
+        write_output(json_chunks(outcome.case), output)
     else:
         from ncclscope.render.summary import print_summary
 

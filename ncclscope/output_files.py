@@ -12,7 +12,12 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def written_in_place(path: Path) -> bool:
@@ -29,13 +34,34 @@ def rename_target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def write_in_place(path: Path, data: bytes) -> None:
+def write_in_place(path: Path, data: bytes | Iterable[bytes]) -> None:
     with open(path, "wb") as handle:
-        handle.write(data)
+        _write_all(handle, data)
 
 
-def write_file(path: Path, data: bytes) -> None:
-    """`data` into `path`: into a device or pipe in place, else a temporary file beside it, renamed."""
+def _write_all(handle: object, data: bytes | Iterable[bytes]) -> None:
+    for chunk in [data] if isinstance(data, bytes) else data:
+        handle.write(chunk)  # type: ignore[attr-defined]
+
+
+def json_chunks(model: BaseModel) -> Iterator[bytes]:
+    """`model` as indented JSON (the bytes of `to_json(model, indent=2)` and a final newline), one
+    top-level field at a time: a large Case's JSON is tens of MB, and its serializer's buffer grows to
+    twice that before it is copied out, the peak of a run's memory."""
+    serializer = model.__pydantic_serializer__
+    first = True
+    for name in type(model).model_fields:
+        piece = serializer.to_json(model, indent=2, include={name})
+        if piece == b"{}":  # excluded from the output
+            continue
+        yield (b"{\n" if first else b",\n") + piece[2:-2]  # the field's lines between "{\n" and "\n}"
+        first = False
+    yield b"\n}\n" if not first else b"{}\n"
+
+
+def write_file(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """`data` (bytes, or chunks of them) into `path`: into a device or pipe in place, else a temporary
+    file beside it, renamed."""
     if written_in_place(path):
         write_in_place(path, data)
         return
@@ -44,26 +70,29 @@ def write_file(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            _write_all(handle, data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_output(text: str | bytes, output: Path | None) -> None:
+def write_output(text: str | bytes | Iterable[bytes], output: Path | None) -> None:
     """Print, or write atomically (temporary file then rename) so no half-written file is left.
-    `text` may be UTF-8 bytes already (a large Case's JSON: one copy of it, not two)."""
-    data = text if isinstance(text, bytes) else text.encode("utf-8")
-    end = b"" if data.endswith(b"\n") else b"\n"  # written apart: `data + end` would copy tens of MB
+    `text` may be UTF-8 bytes already, or chunks of them that end with a newline (json_chunks): a large
+    Case's JSON is never copied whole."""
+    if isinstance(text, str | bytes):
+        data = text if isinstance(text, bytes) else text.encode("utf-8")
+        chunks: Iterable[bytes] = [data] if data.endswith(b"\n") else [data, b"\n"]  # apart: no copy of data
+    else:
+        chunks = text
     if output is None:
         buffer = getattr(sys.stdout, "buffer", None)
         if buffer is None:  # a text-only stream (a test's capture)
-            sys.stdout.write((data + end).decode("utf-8"))
+            sys.stdout.write(b"".join(chunks).decode("utf-8"))
             return
         sys.stdout.flush()
-        buffer.write(data)
-        buffer.write(end)
+        _write_all(buffer, chunks)
         buffer.flush()
         return
-    write_file(output, data + end if end else data)  # never renamed over a device or pipe (output_files.py)
+    write_file(output, chunks)  # never renamed over a device or pipe (output_files.py)

@@ -63,3 +63,33 @@ def test_output_through_a_link_replaces_the_file_it_points_to(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr.decode()
     assert link.is_symlink()
     assert json.loads(real.read_text())["sources"]
+
+
+def test_case_json_written_a_field_at_a_time_is_the_serializer_s_json(tmp_path: Path) -> None:
+    """`parse --format json` writes the Case one top-level field at a time (the whole document's
+    serializer buffer was the peak of a 1 GB run's memory): the bytes must be the whole document's."""
+    from pydantic import BaseModel, Field
+
+    from ncclscope.api import read
+    from ncclscope.output_files import json_chunks
+
+    case = read(LOG, str(FIXTURES / "nccl" / "errors_runtime.log"))
+    whole = case.__pydantic_serializer__.to_json(case, indent=2) + b"\n"
+    assert b"".join(json_chunks(case)) == whole
+    one = read(LOG)
+    expected = one.__pydantic_serializer__.to_json(one, indent=2) + b"\n"
+    out = tmp_path / "case.json"
+    assert run_cli("parse", "--format", "json", "-o", str(out), LOG).returncode == 0
+    assert out.read_bytes() == expected
+    printed = run_cli("parse", "--format", "json", LOG)
+    assert printed.returncode == 0 and printed.stdout == expected
+
+    class Partly(BaseModel):
+        hidden: int = Field(default=1, exclude=True)
+        shown: list[int] = [1, 2]
+
+    class Empty(BaseModel):
+        hidden: int = Field(default=1, exclude=True)
+
+    for model in (Partly(), Empty()):
+        assert b"".join(json_chunks(model)) == model.__pydantic_serializer__.to_json(model, indent=2) + b"\n"

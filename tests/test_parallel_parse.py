@@ -114,3 +114,25 @@ def test_coll_lines_of_every_width_read_in_ranges_give_the_case_one_process_give
     assert parallel.case.model_dump() == serial.case.model_dump()
     got = {(c.host, c.pid, c.comm): [c.calls, c.last_op_count, c.evidence.line] for c in parallel.case.coll_calls}
     assert got == expected
+
+
+def test_coll_lines_read_in_small_pieces_give_the_same_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block's COLL lines of rare widths are read in pieces (nccl_log.COARSE_CHUNK, to bound their
+    memory) and reduced at each block's end: the per-rank summary and its evidence lines do not move."""
+    import random
+
+    from test_nccl_log import _coll_lines
+
+    from ncclscope.parse import nccl_log
+
+    rng = random.Random(11)
+    ranks = [(f"node{h:03d}", rng.randint(10, 99999), f"0x{rng.randrange(1 << 40):x}") for h in range(5)]
+    lines, expected = _coll_lines(rng, 4_000, ranks)
+    target = tmp_path / "coll.log"
+    target.write_text("\n".join(lines) + "\n")
+    whole = read_case([str(target)], jobs=1)
+    monkeypatch.setattr(nccl_log, "COARSE_CHUNK", 7)
+    pieces = read_case([str(target)], jobs=1)
+    assert pieces.case.model_dump() == whole.case.model_dump()
+    got = {(c.host, c.pid, c.comm): [c.calls, c.last_op_count, c.evidence.line] for c in pieces.case.coll_calls}
+    assert got == expected

@@ -56,6 +56,7 @@ DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
 DECODE_MEMO = 4096  # decoded field sets kept per record shape (one per distinct value, e.g. per host)
+COARSE_CHUNK = 8192  # COLL lines of other widths read together (coarse.py): their memory stays small
 COLL_PENDING_MAX = 50_000  # COLL lines kept (with their columns) before they are reduced together
 _ONE_LINE = np.zeros(1, dtype=np.intp)
 PROMOTE_MIN = 1024  # lines of one new word skeleton in a block worth learning it (fewer: read by a coarse template)
@@ -542,9 +543,13 @@ class NcclLogParser:
             else:
                 rare[coarse_key(word)].extend(indices[1:])
         for key, indices in rare.items():
-            self._match_coarse(key, sorted(indices), lines, words, groups, first_line)
+            indices.sort()
+            for at in range(0, len(indices), COARSE_CHUNK):  # a block's word positions cost 16 bytes a word
+                self._match_coarse(key, indices[at : at + COARSE_CHUNK], lines, words, groups, first_line)
         for shape, indices in groups.items():
             self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
+        if self._coll_rows:  # the rows hold their lines: reduced now, the block's memory goes back whole
+            self._reduce_coll_calls()
         self._note_last(lines, first_line)
 
     def _exact(
@@ -1000,7 +1005,8 @@ class NcclLogParser:
             if record.family in BULK_FAMILIES:
                 self._bulk(record, lines, line_nos)
             else:
-                res.events.extend(map(Event, line_nos, lines, [record] * n))
+                # copies: an event's line kept alone would pin the allocator's arena of its whole block
+                res.events.extend(map(Event, line_nos, [memoryview(x).tobytes() for x in lines], [record] * n))
 
     # ------------------------------------------------------------------------------ bulk paths
     def _bulk(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
