@@ -20,6 +20,7 @@ from rich.console import Console
 from ncclscope import __version__
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.fleet_command import fleet
+from ncclscope.options import IdleOpt
 from ncclscope.output_files import json_chunks, write_output
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
@@ -158,10 +159,7 @@ def analyze(
             help="Read one file or - while the job writes it (like tail -f): print each finding as it shows.",
         ),
     ] = False,
-    idle: Annotated[
-        float,
-        typer.Option("--idle", help="With --follow: seconds without a new line before the job is said to look hung."),
-    ] = 60.0,
+    idle: IdleOpt = 60.0,
 ) -> None:
     """Diagnose: findings by severity, each with its evidence lines, why it matters and the fix."""
     if follow:
@@ -188,8 +186,10 @@ def analyze(
             console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
             render.print_text(analysis, console)
             write_output(console.export_text(), output)
+    elif output_format is AnalyzeFormat.json:
+        write_output(json_chunks(analysis), output)  # render.to_json's bytes, written in pieces
     else:
-        writer = {"json": render.to_json, "markdown": render.to_markdown, "sarif": render.to_sarif}
+        writer = {"markdown": render.to_markdown, "sarif": render.to_sarif}
         write_output(writer[output_format.value](analysis), output)
     if outcome.unusable and not outcome.case.sources and outcome.stopped_by is None:
         raise typer.Exit(EXIT_UNUSABLE)

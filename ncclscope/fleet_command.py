@@ -130,7 +130,7 @@ def fleet(
         raise typer.Exit(EXIT_UNUSABLE)
     reasons = judging.failing(report, failing_on)
     if reasons:
-        print(f"fleet: exit 1 on {', '.join(reasons)} (--fail-on {','.join(failing_on)})", file=sys.stderr)
+        _stderr([f"fleet: exit 1 on {', '.join(reasons)} (--fail-on {','.join(failing_on)})"])
     raise typer.Exit(EXIT_FINDINGS if reasons else EXIT_OK)
 
 
@@ -198,5 +198,6 @@ def _write(text: str, output: Path | None) -> None:
 
 
 def _stderr(messages: list[str]) -> None:
+    """Problems and the exit reason, one line each, prefixed like every other command's (cli._report_problems)."""
     for message in messages:
-        print(message, file=sys.stderr)
+        print(f"ncclscope: {message}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """`analyze --follow`: read a log while the job writes it, like `tail -f`, and say what is wrong as soon
 as it shows.
 
-The input (a growing file, or stdin spooled to a private temporary file) is analysed again from its
+The input (a growing file, or stdin spooled to a private temporary file: growing.FollowedInput, which the
+TUI's --follow reads through too) is analysed again from its
 start whenever new whole lines have arrived and the last analysis is old enough (at most one third of
 the time goes to analysing, so a fast writer is read in larger steps); each analysis is exactly what
 `analyze` would say of the lines so far. A finding is printed once, the first time it appears (its
@@ -18,15 +19,10 @@ stdin, or Ctrl-C / SIGTERM (interrupts.py); then the remaining findings and the 
 
 from __future__ import annotations
 
-import os
-import select
 import shutil
-import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from rich.console import Console
 
@@ -34,6 +30,7 @@ from ncclscope import interrupts
 from ncclscope.assemble import assemble
 from ncclscope.engine import analyze
 from ncclscope.exit_status import EXIT_UNUSABLE, FailOn, findings_exit
+from ncclscope.growing import FollowedInput
 from ncclscope.model import Analysis, Case
 from ncclscope.parse.source import parse_input
 from ncclscope.progress import JUDGED_AT_END, waiting_report
@@ -44,30 +41,6 @@ from ncclscope.sources import InputFile
 POLL_SECONDS = 0.25  # how often a quiet input is looked at again
 MIN_INTERVAL = 0.5  # seconds between analyses, at least
 ANALYSIS_SHARE = 3  # wait this many times the last analysis's duration before the next
-READ_BYTES = 1024 * 1024
-
-
-@dataclass
-class _Input:
-    """The bytes seen so far: the file itself, or stdin's spool."""
-
-    display: str
-    path: Path
-    spool: BinaryIO | None = None  # stdin's copy, open for writing; None: a file followed in place
-    complete: int = 0  # bytes up to the last newline: what an analysis reads
-    seen: int = 0
-    ended: bool = False  # EOF on stdin
-    last_data: float = field(default_factory=time.monotonic)
-
-    def take(self, data: bytes) -> bool:
-        """Count bytes that arrived; True when they end at least one more whole line."""
-        before = self.complete
-        newline = data.rfind(b"\n")
-        if newline >= 0:
-            self.complete = self.seen + newline + 1
-        self.seen += len(data)
-        self.last_data = time.monotonic()
-        return self.complete > before
 
 
 def follow(
@@ -83,40 +56,43 @@ def follow(
     workdir = None
     if target == "-":
         workdir = Path(tempfile.mkdtemp(prefix="ncclscope-follow-"))  # mode 0700: the log stays private
-        spooled = workdir / "stdin.log"
-        source = _Input("-", spooled, spool=open(spooled, "wb"))  # noqa: SIM115 - closed below
+        source = FollowedInput.stdin(workdir)
     else:
-        path = Path(target)
-        if not path.is_file():
+        if not Path(target).is_file():
             err.print(f"ncclscope: {target}: not a file that can be followed", markup=False)
             return EXIT_UNUSABLE
-        source = _Input(target, path)
+        source = FollowedInput(target, target)
     printed: set[tuple] = set()
     analysis: Analysis | None = None
     hung_said = False
     pending = False  # whole lines arrived since the last analysis
+    analysed_upto = 0
     last_run = 0.0
     cost = 0.0
     try:
         with interrupts.stop_signals():
-            while interrupts.requested() is None and not source.ended:
-                if _read_more(source):
+            growth = source.poll()
+            while interrupts.requested() is None and not growth.ended:
+                if growth.restarted or growth.complete != analysed_upto:
                     pending, hung_said = True, False
                 now = time.monotonic()
                 due = now - last_run >= max(MIN_INTERVAL, ANALYSIS_SHARE * cost)
                 if pending and due:
-                    pending = False
+                    pending, analysed_upto = False, growth.complete
                     started = time.monotonic()
-                    analysis = _analyze(source, select_codes, ignore_codes)
+                    analysis = _analyze(source, growth.complete, select_codes, ignore_codes)
                     cost, last_run = time.monotonic() - started, time.monotonic()
                     _print_new(analysis, printed, console, final=False)
-                    _summary(analysis, source, err)
-                if analysis is not None and not hung_said and now - source.last_data >= idle:
-                    hung_said = _say_if_hung(analysis, now - source.last_data, err)
+                    _summary(analysis, source.display, err)
+                if analysis is not None and not hung_said and now - growth.last_data >= idle:
+                    hung_said = _say_if_hung(analysis, now - growth.last_data, err)
+                _wait()
+                growth = source.poll()
         # the end: everything read, judged once more, and what waited for the end
         stopped = interrupts.requested()
         interrupts.reset()  # the last reading below must not stop at once
-        analysis = _analyze(source, select_codes, ignore_codes, final=True) if source.seen else None
+        growth = source.poll()
+        analysis = _analyze(source, growth.seen, select_codes, ignore_codes) if growth.seen else None
         if analysis is None:
             err.print(f"ncclscope: {source.display}: nothing arrived", markup=False)
             return interrupts.exit_status(stopped) if stopped is not None else EXIT_UNUSABLE
@@ -132,54 +108,24 @@ def follow(
         return findings_exit(analysis.summary, fail_on)
     finally:
         interrupts.reset()
-        if source.spool is not None:
-            source.spool.close()
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _read_more(source: _Input) -> bool:
-    """Take what has arrived (waiting at most POLL_SECONDS); True when new whole lines are there
-    (a file truncated or replaced is read again from its start)."""
-    if source.spool is not None:
-        try:
-            with interrupts.waiting_for_input():
-                ready, _, _ = select.select([sys.stdin.buffer], [], [], POLL_SECONDS)
-                data = os.read(sys.stdin.buffer.fileno(), READ_BYTES) if ready else None
-        except interrupts.ReadingStopped:
-            return False
-        if data is None:
-            return False
-        if not data:  # EOF: a last line without its newline is still a line
-            source.ended = True
-            source.complete = source.seen
-            return True
-        source.spool.write(data)
-        source.spool.flush()
-        return source.take(data)
+def _wait() -> None:
+    """POLL_SECONDS, or less when a stop signal comes."""
     try:
-        size = source.path.stat().st_size
-    except OSError:
-        size = source.seen
-    if size < source.seen:  # truncated or replaced (log rotation)
-        source.seen = source.complete = 0
-    if size == source.seen:
-        try:
-            with interrupts.waiting_for_input():
-                time.sleep(POLL_SECONDS)
-        except interrupts.ReadingStopped:
-            pass
-        return False
-    with open(source.path, "rb") as handle:
-        handle.seek(source.seen)
-        return source.take(handle.read(size - source.seen))
+        with interrupts.waiting_for_input():
+            time.sleep(POLL_SECONDS)
+    except interrupts.ReadingStopped:
+        pass
 
 
 def _analyze(
-    source: _Input, select_codes: list[str] | None, ignore_codes: list[str] | None, final: bool = False
+    source: FollowedInput, upto: int, select_codes: list[str] | None, ignore_codes: list[str] | None
 ) -> Analysis:
-    upto = source.seen if final else source.complete
-    item = InputFile(str(source.path), source.display, span=(0, upto))
+    """What `analyze` says of the first `upto` bytes."""
+    item = InputFile(source.path, source.display, span=(0, upto))
     with gc_paused():
         case = assemble([parse_input(item)])
     return analyze(case, select_codes, ignore_codes)
@@ -202,12 +148,12 @@ def _lines(case: Case) -> int:
     return sum(source.lines for source in case.sources)
 
 
-def _summary(analysis: Analysis, source: _Input, err: Console) -> None:
+def _summary(analysis: Analysis, display: str, err: Console) -> None:
     case = analysis.case
     ranks = sum(len(c.ranks) for c in case.communicators)
     done = sum(1 for c in case.communicators for r in c.ranks if r.init_complete)
     err.print(
-        f"ncclscope: following {source.display}: {_lines(case)} lines, {len(case.hosts)} hosts, "
+        f"ncclscope: following {display}: {_lines(case)} lines, {len(case.hosts)} hosts, "
         f"{len(case.communicators)} communicators ({done}/{ranks} ranks through init); {headline(analysis)}",
         markup=False,
     )

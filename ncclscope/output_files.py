@@ -46,15 +46,35 @@ def _write_all(handle: object, data: bytes | Iterable[bytes]) -> None:
 
 def json_chunks(model: BaseModel) -> Iterator[bytes]:
     """`model` as indented JSON (the bytes of `to_json(model, indent=2)` and a final newline), one
-    top-level field at a time: a large Case's JSON is tens of MB, and its serializer's buffer grows to
-    twice that before it is copied out, the peak of a run's memory."""
+    top-level field at a time, and a field that is itself a model (an Analysis's Case) one of its fields
+    at a time: a large Case's JSON is tens of MB, and a serializer's buffer grows to twice that before it
+    is copied out, the peak of a run's memory. Each piece is cut from what the serializer itself writes
+    when asked for that field only, so the bytes are its own."""
+    from pydantic import BaseModel
+
     serializer = model.__pydantic_serializer__
     first = True
     for name in type(model).model_fields:
+        lead = b"{\n" if first else b",\n"
+        value = getattr(model, name, None)
+        if isinstance(value, BaseModel):
+            opened = False
+            for sub in type(value).model_fields:
+                # {\n  "name": {\n    "sub": ...\n  }\n}: the lines of "sub" end where "\n  }\n}" begins
+                part = serializer.to_json(model, indent=2, include={name: {sub}})
+                if not part.endswith(b"\n  }\n}"):  # the field or the sub-field is excluded
+                    continue
+                second = part.index(b"\n", 2)
+                yield (lead + part[2:second] if not opened else b",") + part[second : -len(b"\n  }\n}")]
+                opened = True
+            if opened:
+                yield b"\n  }"
+                first = False
+                continue
         piece = serializer.to_json(model, indent=2, include={name})
         if piece == b"{}":  # excluded from the output
             continue
-        yield (b"{\n" if first else b",\n") + piece[2:-2]  # the field's lines between "{\n" and "\n}"
+        yield lead + piece[2:-2]  # the field's lines between "{\n" and "\n}"
         first = False
     yield b"\n}\n" if not first else b"{}\n"
 

@@ -81,6 +81,7 @@ def test_a_baseline_flags_the_regression_injected_in_a_second_night(fleet, repor
     result = run_cli("fleet", nodes, "--baseline", str(baseline), "--fail-on", "regression", "-f", "json")
     assert result.returncode == 1, result.stderr
     assert b"1 regression" in result.stderr
+    assert all(line.startswith(b"ncclscope: ") for line in result.stderr.splitlines())
     later = json.loads(result.stdout)
     regressed = [h for h in later["hosts"] if h["regression"]]
     assert [h["host"] for h in regressed] == [victim]
@@ -161,6 +162,7 @@ def test_an_input_that_names_its_hosts_only_in_the_file_name(tmp_path: Path) -> 
 def test_bad_options_and_inputs_give_one_line_and_exit_2(tmp_path: Path) -> None:
     bad = run_cli("fleet", str(tmp_path / "nothing"))
     assert bad.returncode == 2 and b"no such file" in bad.stderr and b"Traceback" not in bad.stderr
+    assert bad.stderr.startswith(b"ncclscope: ")
     (tmp_path / "base.json").write_text("{not json")
     wrong = run_cli("fleet", str(REPO / "fixtures" / "bench"), "--baseline", str(tmp_path / "base.json"))
     assert wrong.returncode == 2 and b"not a `fleet --format json` output" in wrong.stderr

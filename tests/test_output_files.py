@@ -70,7 +70,8 @@ def test_case_json_written_a_field_at_a_time_is_the_serializer_s_json(tmp_path: 
     serializer buffer was the peak of a 1 GB run's memory): the bytes must be the whole document's."""
     from pydantic import BaseModel, Field
 
-    from ncclscope.api import read
+    from ncclscope.api import analyze, read
+    from ncclscope.render.findings import to_json as render_json
     from ncclscope.output_files import json_chunks
 
     case = read(LOG, str(FIXTURES / "nccl" / "errors_runtime.log"))
@@ -91,5 +92,15 @@ def test_case_json_written_a_field_at_a_time_is_the_serializer_s_json(tmp_path: 
     class Empty(BaseModel):
         hidden: int = Field(default=1, exclude=True)
 
-    for model in (Partly(), Empty()):
+    analysis = analyze(case)  # its Case is written one Case field at a time
+    assert b"".join(json_chunks(analysis)) == analysis.__pydantic_serializer__.to_json(analysis, indent=2) + b"\n"
+    printed = run_cli("analyze", "--format", "json", "--fail-on", "never", LOG)
+    assert printed.returncode == 0
+    assert printed.stdout == render_json(analyze(one)).encode() + b"\n"
+
+    class Holder(BaseModel):
+        inner: Empty = Empty()  # a nested model whose every field is excluded
+        part: Partly = Partly()
+
+    for model in (Partly(), Empty(), Holder()):
         assert b"".join(json_chunks(model)) == model.__pydantic_serializer__.to_json(model, indent=2) + b"\n"

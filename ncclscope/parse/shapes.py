@@ -15,6 +15,10 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 VALUE_RE = re.compile(rb"[A-Za-z0-9]+")
 NUMBER_RE = re.compile(rb"(?:0x)?[0-9a-fA-F]+")
@@ -34,7 +38,7 @@ class InsideValue(Exception):
 class ShapeMover:
     """Moves the field spans of one exemplar line onto other lines of the same coarse shape."""
 
-    def __init__(self, exemplar: bytes, kind: Sequence[int]) -> None:
+    def __init__(self, exemplar: bytes, kind: Sequence[int] | np.ndarray) -> None:
         self.exemplar = exemplar
         self.kind = kind  # per column: 0 a word that must stay, 1-2 a number, 3 the host name
         self._values: list[Span] | None = None  # most shapes are never reused: computed on first use

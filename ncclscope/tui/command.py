@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE
+from ncclscope.options import IdleOpt
 
 NO_TERMINAL = "tui needs a terminal, and stdout is not one (`ncclscope analyze` prints the findings)"
 
@@ -24,10 +25,7 @@ def tui(
             help="Follow one file that grows, or - (a pipe), like tail -f: new lines, findings and screens update.",
         ),
     ] = False,
-    idle: Annotated[
-        float,
-        typer.Option("--idle", help="With --follow: seconds without a new line before the job is said to look hung."),
-    ] = 60.0,
+    idle: IdleOpt = 60.0,
 ) -> None:
     """Explore inputs in the terminal UI: findings, hosts, communicators, topology, benchmarks, raw log, progress."""
     if not sys.stdout.isatty():  # checked first, so that stdin is not swallowed for a UI that cannot be shown

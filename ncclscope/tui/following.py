@@ -2,9 +2,9 @@
 its output piped in), like `tail -f`: new lines reach the raw log as they arrive, and the findings and every
 screen are analysed again from the start of the input when whole new lines have come.
 
-- `FollowedInput` watches the input: a file's size (truncated or replaced: read again from its start), or
-  stdin copied by a thread into a private spool file (the terminal becomes the keyboard, loading.py).
-  Only whole lines are shown and analysed until the input ends.
+- `FollowedInput` (growing.py) watches the input: a file's size, or stdin copied by a thread into a private
+  spool file (here the terminal becomes the keyboard, loading.py). Only whole lines are shown and analysed
+  until the input ends.
 - `FollowParse` is one child process (spawned, like loading.BackgroundParse, so that the interface keeps the
   GIL) that reads and analyses the first N bytes on request; requests that queue up while it works are
   merged into the newest.
@@ -16,132 +16,19 @@ import atexit
 import os
 import shutil
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing import get_context, resource_tracker
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from ncclscope.growing import FollowedInput
 from ncclscope.sources import InputFile
 from ncclscope.tui.loading import Failed, PreparedInputs
 
-READ_BYTES = 1024 * 1024
-HEAD_BYTES = 4096  # a file whose first bytes change was rewritten, not appended to
 POLL_SECONDS = 0.2
 MIN_INTERVAL = 0.5  # seconds between two analyses, at least
 ANALYSIS_SHARE = 3  # and this many times the last analysis's duration: a fast writer is read in larger steps
-
-
-@dataclass(frozen=True)
-class Growth:
-    """Where the input stands."""
-
-    complete: int  # bytes up to the last newline: what is shown and analysed
-    seen: int  # bytes arrived
-    ended: bool  # stdin reached its end (a file never ends: it may grow again)
-    restarted: bool  # the file was truncated or replaced since the last look: read it again from its start
-    last_data: float  # time.monotonic() of the last arrival
-
-
-class FollowedInput:
-    """A file that grows, or stdin spooled by a thread (`stdin_fd`: the pipe, duplicated before the terminal
-    replaced file descriptor 0)."""
-
-    def __init__(self, display: str, path: str, stdin_fd: int | None = None) -> None:
-        self.display = display
-        self.path = path
-        self._fd = stdin_fd
-        self._seen = 0
-        self._complete = 0
-        self._ended = False
-        self._restarted = False
-        self._last_data = time.monotonic()
-        self._lock = threading.Lock()
-        self._file_id: tuple[int, int] | None = None
-        self._head = b""  # the file's first bytes when last looked at
-        if stdin_fd is not None:
-            threading.Thread(target=self._copy_stdin, name="ncclscope-stdin", daemon=True).start()
-
-    @classmethod
-    def stdin(cls, workdir: Path) -> FollowedInput:
-        """Follow the pipe on file descriptor 0, copied to a spool file in `workdir` (mode 0700)."""
-        spooled = workdir / "stdin.log"
-        spooled.touch()
-        return cls("-", str(spooled), os.dup(0))
-
-    def _copy_stdin(self) -> None:
-        assert self._fd is not None
-        with open(self.path, "ab") as out:
-            while True:
-                try:
-                    data = os.read(self._fd, READ_BYTES)
-                except OSError:
-                    data = b""
-                if data:
-                    out.write(data)
-                    out.flush()  # before the counters: whoever reads up to them finds the bytes
-                newline = data.rfind(b"\n")
-                with self._lock:
-                    if not data:  # the end: a last line without its newline is still a line
-                        self._ended = True
-                        self._complete = self._seen
-                        self._last_data = time.monotonic()
-                        break
-                    if newline >= 0:
-                        self._complete = self._seen + newline + 1
-                    self._seen += len(data)
-                    self._last_data = time.monotonic()
-        os.close(self._fd)
-
-    def poll(self) -> Growth:
-        if self._fd is None:
-            self._look_at_file()
-        with self._lock:
-            growth = Growth(self._complete, self._seen, self._ended, self._restarted, self._last_data)
-            self._restarted = False
-        return growth
-
-    def _look_at_file(self) -> None:
-        try:
-            stat = os.stat(self.path)
-            with open(self.path, "rb") as handle:
-                head = handle.read(HEAD_BYTES)
-        except OSError:
-            return  # moved away for a moment (rotation): look again later
-        size = stat.st_size
-        with self._lock:
-            # replaced (a new inode), truncated, or rewritten in place (its first bytes differ): from the start
-            known = self._head[: len(head)]
-            if (stat.st_dev, stat.st_ino) != self._file_id or size < self._seen or head[: len(known)] != known:
-                if self._file_id is not None:
-                    self._seen = self._complete = 0
-                    self._restarted = True
-                self._file_id = (stat.st_dev, stat.st_ino)
-            self._head = head
-            if size == self._seen:
-                return
-            end = last_line_end(self.path, self._complete, size)
-            self._seen = size
-            self._complete = end if end is not None else self._complete
-            self._last_data = time.monotonic()
-
-
-def last_line_end(path: str, start: int, end: int) -> int | None:
-    """The offset just past the last newline in bytes [start, end) of `path`, None when there is none; read
-    backwards from the end a block at a time (a writer appends, so the newline is near the end)."""
-    with open(path, "rb") as handle:
-        stop = end
-        while stop > start:
-            begin = max(start, stop - READ_BYTES)
-            handle.seek(begin)
-            block = handle.read(stop - begin)
-            found = block.rfind(b"\n")
-            if found >= 0:
-                return begin + found + 1
-            stop = begin
-    return None
 
 
 @dataclass
