@@ -181,12 +181,10 @@ def test_tui_follows_a_pipe_that_stays_open(terminal: Terminal, tmp_path: Path) 
     status = tmp_path / "tui-status"  # the pipeline itself waits for the writer, which never ends
     terminal.start(f"{writer} | {{ {tui_command('--follow', '-')}; echo $? > {shlex.quote(str(status))}; }}")
     terminal.wait_for_text("Following -")
-    terminal.keys("6")  # the raw log, while the job still runs
-    terminal.wait_for_text("NCCL version 2.26.2")
+    terminal.press_until("6", "NCCL version 2.26.2")  # the raw log, while the job still runs
     assert "NET001" not in terminal.screen()
     gate.touch()
-    terminal.keys("1")
-    terminal.wait_for_text("NET001")
+    terminal.press_until("1", "NET001")
     terminal.keys("q")
     terminal.wait_for(lambda: status.exists() and status.read_text().strip() == "0", "the TUI's exit, status 0")
 

@@ -51,6 +51,20 @@ class Terminal:
     def wait_for_text(self, text: str) -> None:
         self.wait_for(lambda: text in self.screen(), f"{text!r} on the screen")
 
+    def press_until(self, key: str, text: str) -> None:
+        """Press `key` (a screen switch: pressing it again does no harm) until `text` shows; a key sent
+        while the app is still starting under load may be lost, and waiting for it would then wait forever."""
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            self.keys(key)
+            pressed = time.monotonic()
+            while time.monotonic() - pressed < 5:
+                if text in self.screen():
+                    return
+                time.sleep(0.1)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} did not show after {key!r}; the screen shows:\n{self.screen()}")
+
     def exit_status(self) -> int:
         self.wait_for(lambda: self.status_file.exists() and self.status_file.read_text().strip() != "", "exit")
         return int(self.status_file.read_text())
