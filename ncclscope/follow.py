@@ -1,10 +1,10 @@
 """`analyze --follow`: read a log while the job writes it, like `tail -f`, and say what is wrong as soon
 as it shows.
 
-The input (a growing file, or stdin spooled to a private temporary file: growing.FollowedInput, which the
-TUI's --follow reads through too) is analysed again from its
-start whenever new whole lines have arrived and the last analysis is old enough (at most one third of
-the time goes to analysing, so a fast writer is read in larger steps); each analysis is exactly what
+The input (a growing file, or stdin spooled to a private temporary file: growing.FollowedInput, which
+the TUI's --follow reads through too) is analysed again from its start whenever new whole lines have
+arrived and the last analysis is old enough (growing.analysis_due: at most one third of the time goes
+to analysing, so a fast writer is read in larger steps); each analysis is exactly what
 `analyze` would say of the lines so far. A finding is printed once, the first time it appears (its
 identity: code and first evidence line). Findings that judge what is *missing* (a rank that has not
 completed init, evidence not seen yet, the peak of a table that is still growing) would be false
@@ -30,7 +30,7 @@ from ncclscope import interrupts
 from ncclscope.assemble import assemble
 from ncclscope.engine import analyze
 from ncclscope.exit_status import EXIT_UNUSABLE, FailOn, findings_exit
-from ncclscope.growing import FollowedInput
+from ncclscope.growing import FollowedInput, analysis_due
 from ncclscope.model import Analysis, Case
 from ncclscope.parse.source import parse_input
 from ncclscope.progress import JUDGED_AT_END, waiting_report
@@ -39,8 +39,6 @@ from ncclscope.render.findings import headline, print_finding
 from ncclscope.sources import InputFile
 
 POLL_SECONDS = 0.25  # how often a quiet input is looked at again
-MIN_INTERVAL = 0.5  # seconds between analyses, at least
-ANALYSIS_SHARE = 3  # wait this many times the last analysis's duration before the next
 
 
 def follow(
@@ -76,8 +74,7 @@ def follow(
                 if growth.restarted or growth.complete != analysed_upto:
                     pending, hung_said = True, False
                 now = time.monotonic()
-                due = now - last_run >= max(MIN_INTERVAL, ANALYSIS_SHARE * cost)
-                if pending and due:
+                if pending and analysis_due(now - last_run, cost):
                     pending, analysed_upto = False, growth.complete
                     started = time.monotonic()
                     analysis = _analyze(source, growth.complete, select_codes, ignore_codes)

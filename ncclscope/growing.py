@@ -16,6 +16,14 @@ from pathlib import Path
 
 READ_BYTES = 1024 * 1024
 HEAD_BYTES = 4096  # a file whose first bytes change was rewritten, not appended to
+MIN_INTERVAL = 0.5  # seconds between two analyses, at least
+ANALYSIS_SHARE = 3  # and this many times the last analysis's duration: a fast writer is read in larger steps
+
+
+def analysis_due(since_last: float, cost: float) -> bool:
+    """Whether the input may be analysed again, `since_last` seconds after the last analysis began or
+    ended and `cost` seconds having gone into it: at most a third of the time goes to analysing."""
+    return since_last >= max(MIN_INTERVAL, ANALYSIS_SHARE * cost)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -39,9 +39,9 @@ def write_in_place(path: Path, data: bytes | Iterable[bytes]) -> None:
         _write_all(handle, data)
 
 
-def _write_all(handle: object, data: bytes | Iterable[bytes]) -> None:
+def _write_all(handle: IO[bytes], data: bytes | Iterable[bytes]) -> None:
     for chunk in [data] if isinstance(data, bytes) else data:
-        handle.write(chunk)  # type: ignore[attr-defined]
+        handle.write(chunk)
 
 
 def json_chunks(model: BaseModel) -> Iterator[bytes]:

@@ -22,13 +22,11 @@ from multiprocessing import get_context, resource_tracker
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from ncclscope.growing import FollowedInput
+from ncclscope.growing import FollowedInput, analysis_due
 from ncclscope.sources import InputFile
 from ncclscope.tui.loading import Failed, PreparedInputs
 
 POLL_SECONDS = 0.2
-MIN_INTERVAL = 0.5  # seconds between two analyses, at least
-ANALYSIS_SHARE = 3  # and this many times the last analysis's duration: a fast writer is read in larger steps
 
 
 @dataclass
@@ -146,4 +144,4 @@ class Following:
     ended: bool = False
 
     def due(self, now: float) -> bool:
-        return not self.analysing and now - self.asked_at >= max(MIN_INTERVAL, ANALYSIS_SHARE * self.cost)
+        return not self.analysing and analysis_due(now - self.asked_at, self.cost)
