@@ -27,7 +27,7 @@ from pathlib import Path
 from ncclscope import __version__
 from ncclscope.engine import analyze
 from ncclscope.model import Analysis
-from ncclscope.output_files import rename_target, written_in_place
+from ncclscope.output_files import json_chunks, rename_target, write_in_place, written_in_place
 from ncclscope.reading import ReadOutcome, read_files
 from ncclscope.redact import Redactor, read_input_bytes, redact_inputs
 from ncclscope.sources import BUNDLE_INPUTS, BUNDLE_MANIFEST, InputFile, expand_inputs
@@ -138,7 +138,7 @@ def _write_reports(analysis: Analysis, report_dir: Path) -> list[str]:
 
         (report_dir / "report.md").write_text(to_markdown(analysis) + "\n", encoding="utf-8")
         notes.append("report.html not included: this ncclscope has no HTML report")
-    (report_dir / "findings.json").write_text(analysis.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_in_place(report_dir / "findings.json", json_chunks(analysis))  # `analyze --format json`'s bytes
     return notes
 
 

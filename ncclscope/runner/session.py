@@ -146,14 +146,14 @@ def _heads(run_dir: Path, record: RunRecord) -> list[str]:
 def analyze_run(run_dir: Path) -> tuple[Analysis, list[str]]:
     """Read the run directory as `ncclscope analyze RUN_DIR` would; write report.html and findings.json."""
     from ncclscope.engine import analyze
+    from ncclscope.output_files import json_chunks, write_in_place
     from ncclscope.reading import read_case
-    from ncclscope.render.findings import to_json
     from ncclscope.report import ReportError, write_report
 
     outcome = read_case([str(run_dir)], jobs=1)
     analysis = analyze(outcome.case)
     messages = list(outcome.messages)
-    (run_dir / "findings.json").write_text(to_json(analysis) + "\n", encoding="utf-8")
+    write_in_place(run_dir / "findings.json", json_chunks(analysis))  # `analyze --format json`'s bytes
     try:
         write_report(analysis, run_dir / "report.html")
     except ReportError as exc:
