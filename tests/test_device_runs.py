@@ -150,3 +150,50 @@ def test_coll_lines_whose_opcount_stays_0_still_tell_which_rank_is_behind(tmp_pa
     log.write_text("\n".join(lines) + "\n")
     (finding,) = findings_of("HANG003", str(log))
     assert "rank 1" in finding.message, finding.message
+
+
+# ------------------------------------------------------------------------------------ four processes' COLL lines
+FOUR_PROCESSES = f"{DEVICE}/coll_lines_four_processes.log"
+
+
+def _calls_in_text(path: str) -> dict[tuple[int, str], int]:
+    """(pid, comm) -> COLL lines, counted from the text alone (not by ncclscope's parser)."""
+    counts: dict[tuple[int, str], int] = {}
+    for line in (REPO / path).read_text().splitlines():
+        if " opCount " in line:
+            key = (int(line.split(":")[1]), line.split(" comm ")[1].split()[0])
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def test_four_processes_coll_lines_in_one_stream_are_counted_per_process_and_communicator() -> None:
+    # our run: four processes at once on the one GPU, each with two 1-rank communicators (the world and a
+    # new_group), 60,000 calls of five kinds into one stdout ("stream (nil)": the default stream), every
+    # 160th COLL line kept with all the other lines
+    expected = _calls_in_text(FOUR_PROCESSES)
+    assert len(expected) == 8 and len({pid for pid, _ in expected}) == 4
+    case = read_case([str(REPO / FOUR_PROCESSES)], jobs=1).case
+    source = case.sources[0]
+    assert source.unrecognized_count == 0 and source.recognized == source.nccl_lines == source.lines
+    assert source.families["coll_call"] == sum(expected.values())
+    assert {(c.pid, c.comm): c.calls for c in case.coll_calls} == expected
+    assert {c.nranks for c in case.coll_calls} == {1}
+
+
+def test_four_processes_coll_lines_reach_the_grammar_a_bounded_number_of_times() -> None:
+    from ncclscope.parse.nccl_log import NcclLogParser
+    from ncclscope.sources import InputFile, ReadStats, iter_blocks
+
+    parser = NcclLogParser(lambda line, text: None)
+    for block, first_line in iter_blocks(InputFile(str(REPO / FOUR_PROCESSES), FOUR_PROCESSES), ReadStats()):
+        parser.feed_block(block, first_line)
+    # 1,200 COLL lines with real pointers and counts of 1 to 1024 elements, and the init lines of four
+    # processes: the grammar reads each kind of line about once, not once per value
+    assert parser.result.families["coll_call"] == 1200
+    assert parser.lark_parses < 60, parser.lark_parses
+
+
+def test_four_processes_of_one_rank_each_raise_no_hang_or_warning() -> None:
+    analysis = analysis_of(FOUR_PROCESSES)
+    assert {f.severity for f in analysis.findings} == {"info"}, [(f.code, f.severity) for f in analysis.findings]
+    assert not [f for f in analysis.findings if f.code.startswith("HANG")]
