@@ -189,7 +189,7 @@ def _tasks(files: list[InputFile], workers: int) -> list[InputFile]:
     per_file = max(1, workers // max(1, len(files)))  # several large files: each gets its share of workers
     for item in files:
         if per_file > 1 and can_split(item):
-            spans = byte_ranges(item.path, per_file * split.RANGES_PER_WORKER, split.RANGE_MIN_BYTES)
+            spans = byte_ranges(item.path, per_file * split.RANGES_PER_WORKER, split.RANGE_MIN_BYTES, per_file)
             tasks.extend(InputFile(item.path, item.display, span) for span in spans)
         else:
             tasks.append(item)

@@ -59,11 +59,13 @@ def is_document(head: bytes) -> bool:
     )
 
 
-def byte_ranges(path: str, parts: int, min_bytes: int = 1) -> list[tuple[int, int]]:
-    """`parts` ranges of about equal size (fewer where they would be under `min_bytes`), each starting
-    at a line's first byte."""
+def byte_ranges(path: str, parts: int, min_bytes: int = 1, workers: int = 1) -> list[tuple[int, int]]:
+    """`parts` ranges of about equal size (fewer where they would be under `min_bytes`, and a multiple of
+    `workers` where there are more ranges than workers), each starting at a line's first byte."""
     size = os.path.getsize(path)
     parts = max(1, min(parts, size // max(1, min_bytes)))
+    if parts > workers:
+        parts -= parts % workers  # 5 ranges on 2 workers: one worker reads the last alone while the other idles
     starts = [0]
     with open(path, "rb") as handle:
         for k in range(1, parts):
