@@ -714,6 +714,11 @@ class GroupProgress(Record):
     counts_by_collective: bool = Field(
         False, description="RAS: counts are per collective type (`operation` names it), not one sequence."
     )
+    counts_calls: bool = Field(
+        False,
+        description="COLL lines whose opCount stayed 0 (no proxy operations): a rank's position is the number of "
+        "COLL lines it printed, not an opCount.",
+    )
 
 
 class RasCommunicator(Record):

@@ -67,10 +67,18 @@ def group_name(progress: GroupProgress) -> str:
 
 
 def position(progress: GroupProgress, n: int | None) -> str:
-    """A position as the evidence prints it: NCCL's opCount in hex, PyTorch's sequence numbers in decimal."""
+    """A position as the evidence prints it: NCCL's opCount in hex, PyTorch's sequence numbers in decimal;
+    where the opCount stayed 0, the how-manyth COLL line (a count, in decimal)."""
     if n is None:
         return "nothing"
-    return f"opCount {n:x}" if progress.via == "coll_lines" else f"sequence number {n}"
+    if progress.via == "coll_lines":
+        return f"call {n}" if progress.counts_calls else f"opCount {n:x}"
+    return f"sequence number {n}"
+
+
+def position_number(progress: GroupProgress, n: int) -> str:
+    """The number alone, written as `position` writes it (hex for an opCount)."""
+    return f"{n:x}" if progress.via == "coll_lines" and not progress.counts_calls else str(n)
 
 
 def describe(entry: FlightRecorderEntry) -> str:
@@ -152,11 +160,13 @@ def _coll_lines(case: Case) -> list[GroupProgress]:
         calls = by_comm.get(comm.id)
         if not calls:
             continue
-        progress = GroupProgress(via="coll_lines", group=comm.comm_id or comm.id, size=comm.nranks)
         # the printed opCount advances only where NCCL starts proxy operations (src/proxy.cc): on a host
         # joined by NVLink or PCIe alone it stays 0 on every call (NCCL 2.28 on our own H100 run), and then
         # the number of COLL lines each rank printed is its progress
         advancing = any(c.last_op_count > 0 for c in calls)
+        progress = GroupProgress(
+            via="coll_lines", group=comm.comm_id or comm.id, size=comm.nranks, counts_calls=not advancing
+        )
         seen: set[int] = set()
         for c in sorted(calls, key=lambda c: c.rank or 0):
             if c.rank is None:

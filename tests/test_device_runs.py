@@ -152,6 +152,37 @@ def test_coll_lines_whose_opcount_stays_0_still_tell_which_rank_is_behind(tmp_pa
     assert "rank 1" in finding.message, finding.message
 
 
+def test_where_the_opcount_stays_0_a_position_is_a_count_of_calls_never_an_opcount(tmp_path: Path) -> None:
+    # 26 calls against 17 read as "opCount 1a" and "opCount 11" would name opCounts the log never printed
+    comms = {0: "0x55d0a1b2c3d0", 1: "0x55e0a1b2c3e0"}
+    lines = [
+        f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO ncclCommInitRank comm {comms[r]} rank {r} nranks 2 cudaDev {r}"
+        f" nvmlDev {r} busId {(r + 1) * 0x1000:x} commId 0x3a1b2c3d4e5f6071 - Init COMPLETE"
+        for r in (0, 1)
+    ]
+    for call in range(26):
+        for r in (0, 1):
+            if r == 0 or call < 17:
+                lines.append(
+                    f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00{r}0000000 "
+                    f"recvbuff 0x7f00{r}0400000 count 64 datatype 7 op 0 root 0 comm {comms[r]} [nranks=2] stream 0x5"
+                )
+    log = tmp_path / "opcount_0_counts.log"
+    log.write_text("\n".join(lines) + "\n")
+    (group,) = analysis_of(str(log)).case.progress
+    assert group.counts_calls and [r.entered for r in group.ranks] == [26, 17]
+    (finding,) = findings_of("HANG003", str(log))
+    assert "(1 at call 26); slowest rank 1 at call 17" in finding.message, finding.message
+    assert "opCount" not in finding.message
+    # where the opCount advances, positions stay the opCounts NCCL printed, in hex
+    advancing = [line.replace("opCount 0 ", f"opCount {n:x} ") for n, line in enumerate(lines)]
+    log.write_text("\n".join(advancing) + "\n")
+    (group,) = analysis_of(str(log)).case.progress
+    assert not group.counts_calls
+    (finding,) = findings_of("HANG003", str(log))
+    assert "opCount" in finding.message and "call " not in finding.message, finding.message
+
+
 # ------------------------------------------------------------------------------------ four processes' COLL lines
 FOUR_PROCESSES = f"{DEVICE}/coll_lines_four_processes.log"
 

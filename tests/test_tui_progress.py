@@ -102,6 +102,17 @@ async def test_flight_recorder_dumps_mark_waiting_stuck_and_silent_ranks(tmp_pat
         assert not app.jumps
 
 
+async def test_where_the_opcount_stayed_0_reached_is_a_count_of_coll_lines_in_decimal() -> None:
+    # our H100 run: every COLL line says opCount 0; the first communicator listed (comm 0x47ef6c40, the world
+    # of the process whose lines come first) printed 142 of the lines kept
+    app = harness(case_view("fixtures/device/coll_lines_four_processes.log"))
+    async with app.run_test(size=PANE_SIZE):
+        table = app.query_one("#progress-table", DataTable)
+        assert column(table, "Reached") == ["142"]  # not "8e", the count in hex
+        title = str(app.query_one("#progress-title", Static).render())
+        assert "Reached is the furthest number of COLL lines (the opCount stayed 0)" in title
+
+
 async def test_without_progress_evidence_the_screen_says_what_to_add() -> None:
     app = harness(case_view("fixtures/topo/a100_8gpu_mlx_columns.txt"))
     async with app.run_test(size=PANE_SIZE):

@@ -3,8 +3,9 @@ HANG findings name marked: the picture behind "which rank is stuck".
 
 One group at a time: the list at the top names each group with the evidence it comes from (Flight Recorder
 dumps, COLL lines, PyTorch watchdog lines, an ncclras report) and how many ranks are behind; the table below
-has one row per rank: the furthest sequence number (NCCL's opCount in hex) it entered, what it called there,
-a bar relative to the furthest rank of the group, and the mark. Enter on a row opens its evidence line.
+has one row per rank: the furthest sequence number it entered (NCCL's opCount in hex; where the opCount stayed 0,
+the number of COLL lines it printed), what it called there, a bar relative to the furthest rank of the group,
+and the mark. Enter on a row opens its evidence line.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ncclscope.model import Finding, GroupProgress, RankProgress
-from ncclscope.progress import VIA, furthest, group_name, position
+from ncclscope.progress import VIA, furthest, group_name, position, position_number
 from ncclscope.rules.topo_common import number_ranges
 from ncclscope.tui.messages import JumpToLine
 from ncclscope.tui.view import CaseView
@@ -44,6 +45,7 @@ MARK_STYLE = {
 
 
 UNITS = {"coll_lines": "opCount (hex)", "ras": "operation count"}
+CALLS_UNIT = "number of COLL lines (the opCount stayed 0)"
 
 
 @dataclass(frozen=True)
@@ -221,13 +223,12 @@ class ProgressPane(Vertical):
             rank = row.progress
             scale = scales.get((rank.operation or "") if group.counts_by_collective else "")
             style = MARK_STYLE.get(row.mark, Style())
-            reached = position(group, rank.entered).removeprefix("sequence number ").removeprefix("opCount ")
             completed = "" if rank.completed is None else str(rank.completed)
             cells = [
                 Text(str(rank.rank), style=style if row.mark in ("stuck", "diverged") else ""),
                 rank.host or "",
                 "" if rank.pid is None else str(rank.pid),
-                "" if rank.entered is None else reached,
+                "" if rank.entered is None else position_number(group, rank.entered),
                 completed,
                 rank.operation or "",
                 rank.state or rank.status or "",
@@ -235,7 +236,7 @@ class ProgressPane(Vertical):
                 Text(f"{row.mark} ({row.why})" if row.why else row.mark, style=style),
             ]
             table.add_row(*cells, key=str(index))
-        unit = UNITS.get(group.via, "sequence number")
+        unit = CALLS_UNIT if group.counts_calls else UNITS.get(group.via, "sequence number")
         title = f"{group_name(group)}: rank by rank, Reached is the furthest {unit} (Enter: the rank's evidence line)"
         if counts:
             spread = "; ".join(
