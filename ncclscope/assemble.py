@@ -142,6 +142,8 @@ class _Builder:
     bare_versions: dict[str, str] = field(default_factory=dict)  # source -> version of its bare banner
     warned: set[tuple[str, int, tuple[int, int]]] = field(default_factory=set)
     command_line_settings: list[EnvSetting] = field(default_factory=list)
+    split_started: dict[tuple[str, str, int | None, str], str] = field(default_factory=dict)  # child -> id
+    splits: dict[tuple[str | None, int | None, str, int | None], int] = field(default_factory=dict)
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
@@ -491,15 +493,42 @@ def _comm_key(e: Event, comm_pointer: str) -> tuple[str, str, int | None, str]:
     return ("", e.host or "", e.pid, comm_pointer)
 
 
+def _split_of(b: _Builder, e: Event, f: dict[str, Any], pointer: str) -> tuple[str, str, int | None] | None:
+    """(id, parent id, color) of a communicator made by ncclCommSplit, which prints no commId (0x0 before
+    NCCL 2.24). Its ranks are the children of one parent that asked for the same color in the same split;
+    splitting is collective (every rank of the parent calls it, in the same order), so which of its process's
+    splits of that parent with that color a child is names it on every rank. None when the parent's init is
+    not in the inputs: the child is then known by its process and pointer alone."""
+    split = f.get("split")
+    if not isinstance(split, dict):
+        return None
+    parent = b.comm_by_pointer.get(_comm_key(e, str(split.get("parent", ""))))
+    if parent is None:
+        return None
+    color = as_int(split.get("color"))
+    child = _comm_key(e, pointer)
+    starting = str(f.get("init_stage")) == "START"
+    key = None if starting else b.split_started.pop(child, None)  # COMPLETE follows its START
+    if key is None:
+        count = b.splits[e.host, e.pid, parent.id, color] = b.splits.get((e.host, e.pid, parent.id, color), 0) + 1
+        key = f"{parent.id} split {count} color {color}"
+        if starting:
+            b.split_started[child] = key
+    return key, parent.id, color
+
+
 def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     pointer = str(f.get("comm", ""))
     comm_id = f.get("comm_id")
     comm_id = str(comm_id) if comm_id and int(str(comm_id), 16) != 0 else None
-    key = comm_id or f"{e.host or ''}:{e.pid}:{pointer}"
+    split = None if comm_id else _split_of(b, e, f, pointer)
+    key = comm_id or (split[0] if split else f"{e.host or ''}:{e.pid}:{pointer}")
     comm = b.comms.get(key)
     if comm is None:
         comm = Communicator(id=key, comm_id=comm_id, evidence=_evidence(path, e))
+        if split:
+            comm.parent, comm.color = split[1], split[2]
         b.comms[key] = comm
     comm.api = comm.api or (str(f["api"]) if "api" in f else None)
     comm.nranks = as_int(f.get("nranks"))

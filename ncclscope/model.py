@@ -378,11 +378,14 @@ class CommRank(Record):
 
 
 class Communicator(Record):
-    """One NCCL communicator, keyed by commId, or host+pid+comm pointer where NCCL prints none."""
+    """One NCCL communicator, keyed by commId; one made by ncclCommSplit (no commId) by its parent, its
+    color and which split of the parent it was; else by host+pid+comm pointer."""
 
     id: str
     comm_id: str | None = Field(None, description="commId as printed (0x...), when printed and non-zero.")
     api: str | None = Field(None, description="ncclCommInitRank, ncclCommSplit ...")
+    parent: str | None = Field(None, description="ncclCommSplit: the id of the communicator it was split from.")
+    color: int | None = Field(None, description="ncclCommSplit: the color its ranks asked for.")
     nranks: int | None = None
     nnodes: int | None = None
     ranks: list[CommRank] = Field(default_factory=list)

@@ -201,6 +201,72 @@ def test_coll_lines_name_the_rank_one_call_short() -> None:
     assert "7 ranks (0-5, 7) wait in" in finding.message
 
 
+def _split_job(splits: int = 1, parent_init: bool = True) -> str:
+    """Four ranks on one host (NCCL 2.28 lines): the world communicator, then `splits` splits of it into
+    the pairs 0-1 (color 7) and 2-3 (color 9), as torch's new_group does; on the last split each rank
+    makes 40 calls, except rank 3, which stops after 31 (opCount 1f)."""
+    lines = []
+    for r in range(4):
+        pid, world = 8100 + r, f"0x5600000{r}a000"
+        if parent_init:
+            lines.append(
+                f"gpu-s1:{pid}:{pid} [{r}] NCCL INFO ncclCommInitRankConfig comm {world} rank {r} nranks 4 cudaDev {r}"
+                f" nvmlDev {r} busId {r + 1}b000 commId 0x7e3a91c2d4b5f60a - Init COMPLETE"
+            )
+        for n in range(1, splits + 1):
+            child = f"0x5600000{r}b00{n}"
+            lines.append(
+                f"gpu-s1:{pid}:{pid} [{r}] NCCL INFO ncclCommSplit comm {child} rank {r % 2} nranks 2 cudaDev {r}"
+                f" nvmlDev {r} busId {r + 1}b000 parent {world} splitCount {n} color {7 if r < 2 else 9}"
+                f" key {r % 2} - Init COMPLETE"
+            )
+    for call in range(40):
+        for r in range(4):
+            if r == 3 and call >= 31:
+                continue
+            lines.append(
+                f"gpu-s1:{8100 + r}:{8100 + r} [{r}] NCCL INFO AllReduce: opCount {call:x} sendbuff 0x7f0{r}00000000"
+                f" recvbuff 0x7f0{r}00400000 count 4096 datatype 7 op 0 root 0 comm 0x5600000{r}b00{splits}"
+                " [nranks=2] stream 0x5"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def test_a_split_communicator_is_one_group_across_its_ranks_and_names_the_rank_behind(tmp_path: Path) -> None:
+    # ncclCommSplit prints no commId: the pair is known by its parent, its color and which split it was.
+    # Taken one per process (as before), each rank was alone in its communicator and nobody was behind.
+    log = tmp_path / "split.log"
+    log.write_text(_split_job())
+    (finding,) = findings_of("HANG001", log) + findings_of("HANG003", log)
+    assert finding.ranks == [1] and "communicator 0x7e3a91c2d4b5f60a split 1 color 9" in finding.message
+    assert "opCount 27" in finding.message and "opCount 1e" in finding.message, finding.message
+
+
+def test_splits_of_one_parent_with_one_color_are_told_apart_by_their_order(tmp_path: Path) -> None:
+    from ncclscope.reading import read_case
+
+    log = tmp_path / "splits.log"
+    log.write_text(_split_job(splits=2))
+    comms = {c.id: c for c in read_case([str(log)], jobs=1).case.communicators}
+    parent = "0x7e3a91c2d4b5f60a"
+    assert sorted(comms) == sorted([parent] + [f"{parent} split {n} color {c}" for c in (7, 9) for n in (1, 2)])
+    pair = comms[f"{parent} split 2 color 9"]
+    assert pair.parent == parent and pair.color == 9 and pair.nranks == 2
+    assert [(r.rank, r.pid) for r in pair.ranks] == [(0, 8102), (1, 8103)]
+    (finding,) = findings_of("HANG001", log) + findings_of("HANG003", log)
+    assert "split 2 color 9" in finding.message
+
+
+def test_a_split_whose_parent_is_not_in_the_inputs_stays_its_process_own(tmp_path: Path) -> None:
+    from ncclscope.reading import read_case
+
+    log = tmp_path / "orphans.log"
+    log.write_text(_split_job(parent_init=False))
+    comms = read_case([str(log)], jobs=1).case.communicators
+    assert [c.id for c in comms] == [f"gpu-s1:{8100 + r}:0x5600000{r}b001" for r in range(4)]
+    assert all(c.parent is None for c in comms)
+
+
 def test_coll_lines_of_a_cut_log_are_only_ranks_behind(tmp_path: Path) -> None:
     text = (REPO / HANG / "coll_rank_missing.log").read_text().splitlines()
     cut = tmp_path / "cut.log"

@@ -16,13 +16,14 @@ def _lines(n: int) -> str:
 
 
 def _comm_groups(ctx: Context) -> list[tuple[str, list[Communicator]]]:
-    """Communicators with a commId one by one; those without (NCCL < 2.16, split comms) merged by
-    API and size, because NCCL then keys them by process and pointer (one rank each)."""
+    """Communicators with a commId, or split from one whose init is in the inputs, one by one; those
+    without (NCCL < 2.16, splits of an unknown parent) merged by API and size, because they are then
+    keyed by process and pointer (one rank each)."""
     groups: list[tuple[str, list[Communicator]]] = []
     keyless: dict[tuple[str, int | None], list[Communicator]] = defaultdict(list)
     for comm in ctx.case.communicators:
-        if comm.comm_id:
-            groups.append((f"communicator {comm.comm_id}", [comm]))
+        if comm.comm_id or comm.parent:
+            groups.append((f"communicator {comm.comm_id or comm.id}", [comm]))
         else:
             keyless[(comm.api or "", comm.nranks)].append(comm)
     for (api, _), comms in keyless.items():
