@@ -61,7 +61,12 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("channels", "int64", "How many lines show this edge."),
     ],
     "ranks": [
-        ("communicator", "string", "commId, or host:pid:pointer; `nccl-tests:<source>` for a table's devices."),
+        (
+            "communicator",
+            "string",
+            "commId; `<parent commId> split N color C` for a communicator made by ncclCommSplit; else "
+            "host:pid:pointer; `nccl-tests:<source>` for a table's devices.",
+        ),
         ("nranks", "Int64", "Ranks of that communicator."),
         ("rank", "int64", "Rank in it."),
         ("host", "string", "Host."),
