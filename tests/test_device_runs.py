@@ -129,44 +129,37 @@ def test_the_hang_is_the_watchdog_error_and_an_info_is_never_its_root_cause() ->
 
 
 # ------------------------------------------------------------------------------------ opCount that stays 0
-def test_coll_lines_whose_opcount_stays_0_still_tell_which_rank_is_behind(tmp_path: Path) -> None:
-    # NCCL 2.28.9 printed `opCount 0` on every call of our run: the count advances only with proxy
-    # operations, so on NVLink/PCIe alone the number of COLL lines per rank is what tells progress
+def _two_ranks_opcount_0(calls: tuple[int, int]) -> list[str]:
+    """Two ranks of one communicator (NCCL 2.28 lines) whose COLL lines all say `opCount 0`; rank r makes
+    calls[r] calls."""
     comms = {0: "0x55d0a1b2c3d0", 1: "0x55e0a1b2c3e0"}
     lines = [
         f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO ncclCommInitRank comm {comms[r]} rank {r} nranks 2 cudaDev {r}"
         f" nvmlDev {r} busId {(r + 1) * 0x1000:x} commId 0x3a1b2c3d4e5f6071 - Init COMPLETE"
         for r in (0, 1)
     ]
-    for call in range(6):
-        for r in (0, 1):
-            if r == 1 and call >= 3:
-                continue  # rank 1 stops after its third call
-            lines.append(
-                f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00{r}0000000 "
-                f"recvbuff 0x7f00{r}0400000 count 1048576 datatype 7 op 0 root 0 comm {comms[r]} [nranks=2] stream 0x5"
-            )
+    for call in range(max(calls)):
+        lines.extend(
+            f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00{r}0000000 "
+            f"recvbuff 0x7f00{r}0400000 count 1048576 datatype 7 op 0 root 0 comm {comms[r]} [nranks=2] stream 0x5"
+            for r in (0, 1)
+            if call < calls[r]
+        )
+    return lines
+
+
+def test_coll_lines_whose_opcount_stays_0_still_tell_which_rank_is_behind(tmp_path: Path) -> None:
+    # NCCL 2.28.9 printed `opCount 0` on every call of our run: the count advances only with proxy
+    # operations, so on NVLink/PCIe alone the number of COLL lines per rank is what tells progress
     log = tmp_path / "two_ranks_opcount_0.log"
-    log.write_text("\n".join(lines) + "\n")
+    log.write_text("\n".join(_two_ranks_opcount_0((6, 3))) + "\n")  # rank 1 stops after its third call
     (finding,) = findings_of("HANG003", str(log))
     assert "rank 1" in finding.message, finding.message
 
 
 def test_where_the_opcount_stays_0_a_position_is_a_count_of_calls_never_an_opcount(tmp_path: Path) -> None:
     # 26 calls against 17 read as "opCount 1a" and "opCount 11" would name opCounts the log never printed
-    comms = {0: "0x55d0a1b2c3d0", 1: "0x55e0a1b2c3e0"}
-    lines = [
-        f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO ncclCommInitRank comm {comms[r]} rank {r} nranks 2 cudaDev {r}"
-        f" nvmlDev {r} busId {(r + 1) * 0x1000:x} commId 0x3a1b2c3d4e5f6071 - Init COMPLETE"
-        for r in (0, 1)
-    ]
-    for call in range(26):
-        for r in (0, 1):
-            if r == 0 or call < 17:
-                lines.append(
-                    f"gpu-p2:{7100 + r}:{7100 + r} [{r}] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00{r}0000000 "
-                    f"recvbuff 0x7f00{r}0400000 count 64 datatype 7 op 0 root 0 comm {comms[r]} [nranks=2] stream 0x5"
-                )
+    lines = _two_ranks_opcount_0((26, 17))
     log = tmp_path / "opcount_0_counts.log"
     log.write_text("\n".join(lines) + "\n")
     (group,) = analysis_of(str(log)).case.progress
