@@ -21,7 +21,7 @@ from ncclscope import __version__
 from ncclscope.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.fleet_command import fleet
 from ncclscope.options import IdleOpt
-from ncclscope.output_files import json_chunks, write_output
+from ncclscope.output_files import guard_stdout, json_chunks, write_output
 from ncclscope.runner.command import run
 from ncclscope.tui.command import tui
 
@@ -390,6 +390,7 @@ app.command()(fleet)
 
 
 def main() -> None:
+    guard_stdout()  # `ncclscope ... | head`: the command still ends with its usual exit status
     try:
         app()
     except KeyboardInterrupt:

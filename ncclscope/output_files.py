@@ -116,3 +116,50 @@ def write_output(text: str | bytes | Iterable[bytes], output: Path | None) -> No
         buffer.flush()
         return
     write_file(output, chunks)  # never renamed over a device or pipe (output_files.py)
+
+
+# ------------------------------------------------------------------------------------ a reader that leaves
+class ReaderSafeStream:
+    """A standard output whose reader may leave early (`ncclscope analyze job.log | head`). The first write
+    that finds the pipe closed points the descriptor at /dev/null and goes on, so the command finishes and
+    exits with its usual status (README, Exit status) instead of stopping mid-print with another one."""
+
+    def __init__(self, stream: IO, fd: int) -> None:
+        self._stream = stream
+        self._fd = fd
+
+    def _call(self, name: str, *args: object) -> object:
+        try:
+            return getattr(self._stream, name)(*args)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._fd)
+            os.close(devnull)
+            return getattr(self._stream, name)(*args)  # what was pending now goes nowhere, without error
+
+    def write(self, data: object) -> object:
+        return self._call("write", data)
+
+    def writelines(self, lines: object) -> object:
+        return self._call("writelines", lines)
+
+    def flush(self) -> object:
+        return self._call("flush")
+
+    @property
+    def buffer(self) -> ReaderSafeStream:
+        return ReaderSafeStream(self._stream.buffer, self._fd)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+def guard_stdout() -> None:
+    """sys.stdout as a ReaderSafeStream (once; a stream without a descriptor, as under a test runner, stays)."""
+    if isinstance(sys.stdout, ReaderSafeStream):
+        return
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    sys.stdout = ReaderSafeStream(sys.stdout, fd)  # type: ignore[assignment]

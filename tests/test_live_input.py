@@ -280,3 +280,32 @@ def test_tui_spool_keeps_what_came_before_ctrl_c(tmp_path: Path, capsys: pytest.
     assert copied == len(SOCKET_LOG.read_bytes())
     assert (tmp_path / "stdin.log").read_bytes() == SOCKET_LOG.read_bytes()
     assert "reading stopped by Ctrl-C (SIGINT)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ a reader that leaves
+@pytest.mark.parametrize(("extra", "status"), [([], 0), (["missing.log"], 2)])
+def test_output_piped_into_a_reader_that_leaves_ends_with_the_usual_status(
+    tmp_path: Path, extra: list[str], status: int
+) -> None:
+    # `ncclscope parse --format json big.log | head -c 100`: the reader leaves after 100 bytes; the command
+    # finishes and exits as it would have (0, or 2 for the missing input), with no traceback on stderr
+    lines = [
+        f"gpu-a{h}:{4100 + r}:{4100 + r} [{r}] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth{r}"
+        for h in range(40)
+        for r in range(8)
+    ]
+    log = tmp_path / "big.log"
+    log.write_text("\n".join(lines * 20) + "\n")
+    read, write = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ncclscope", "parse", "--format", "json", str(log), *extra],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    os.close(write)
+    assert len(os.read(read, 100)) > 0
+    os.close(read)  # the reader leaves while the JSON (over 1 MB) is still being written
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == status, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err and b"Exception ignored" not in err, err.decode()
