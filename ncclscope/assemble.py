@@ -510,7 +510,8 @@ def _split_of(b: _Builder, e: Event, f: dict[str, Any], pointer: str) -> tuple[s
     starting = str(f.get("init_stage")) == "START"
     key = None if starting else b.split_started.pop(child, None)  # COMPLETE follows its START
     if key is None:
-        count = b.splits[e.host, e.pid, parent.id, color] = b.splits.get((e.host, e.pid, parent.id, color), 0) + 1
+        which = (e.host, e.pid, parent.id, color)
+        count = b.splits[which] = b.splits.get(which, 0) + 1
         key = f"{parent.id} split {count} color {color}"
         if starting:
             b.split_started[child] = key

@@ -396,9 +396,6 @@ def main() -> None:
     except KeyboardInterrupt:
         _stderr().print("ncclscope: interrupted", markup=False)
         sys.exit(130)
-    except BrokenPipeError:
-        sys.stderr.close()  # output piped into head: not an error
-        sys.exit(0)
     except Exception as exc:  # the promise: never a traceback
         _stderr().print(f"ncclscope: internal error: {type(exc).__name__}: {exc}", markup=False)
         sys.exit(EXIT_INTERNAL)

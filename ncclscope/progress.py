@@ -72,7 +72,7 @@ def position(progress: GroupProgress, n: int | None) -> str:
     if n is None:
         return "nothing"
     if progress.via == "coll_lines":
-        return f"call {n}" if progress.counts_calls else f"opCount {n:x}"
+        return f"{'call' if progress.counts_calls else 'opCount'} {position_number(progress, n)}"
     return f"sequence number {n}"
 
 
