@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from pandas import DataFrame
@@ -39,6 +39,9 @@ class Record(BaseModel):
     its constructor was given (`model_fields_set`, read by `exclude_unset`). ncclscope never asks it,
     and in a Case of a 1024-rank job (76,000 models) those sets take 34 MB, more than the values: the
     instances of one class share one set, of all its field names (assigning a field adds nothing)."""
+
+    # Schemas are built on a model's first use: a command uses a few of these classes (start-up, issue 11)
+    model_config = ConfigDict(defer_build=True)
 
     _every_field: ClassVar[set[str]] = set()
 

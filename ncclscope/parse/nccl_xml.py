@@ -19,10 +19,6 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal
-from xml.etree.ElementTree import ParseError
-
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import DefusedXMLParser
 
 from ncclscope.model import (
     Evidence,
@@ -65,6 +61,12 @@ def looks_like(head: bytes) -> XmlForm | None:
 def read_xml(data: bytes, source: str) -> tuple[NcclTopologyDump | NcclGraphDump | None, list[str]]:
     """The dump and the problems met (a file cut in the middle keeps what came before the cut).
     Raises XmlRefused for a hostile or oversized document."""
+    # imported here: every reader sniffs for XML, few inputs are XML (ElementTree costs 20 ms of start-up)
+    from xml.etree.ElementTree import ParseError
+
+    from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import DefusedXMLParser
+
     builder = _Builder(source, data)
     parser = DefusedXMLParser(target=builder, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     builder.parser = parser
