@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ncclscope.model import BandwidthJudgement, Case, EnvSetting, Evidence, NcclMessage, Platform
+from ncclscope.model import BandwidthJudgement, Case, Communicator, EnvSetting, Evidence, NcclMessage, Platform
+
+# GPUs of one host on NVIDIA's 8-GPU HGX/DGX boards (A100, H100, H200, B200) and most cloud GPU VMs;
+# a communicator of more ranks, on one host in the inputs, most likely has ranks elsewhere (DGX-2 had 16)
+GPUS_PER_HOST = 8
 
 EVIDENCE_SHOWN = 5  # representative lines per finding; the count says how many there are
 
@@ -134,8 +139,45 @@ class Context:
     @property
     def single_host(self) -> bool:
         """The inputs show the job on one host (not merely that they show no other: a command line alone
-        shows none)."""
-        return not self.multi_host and len(self.hosts) == 1
+        shows none), and no communicator too large for one host."""
+        return not self.multi_host and len(self.hosts) == 1 and not self.ranks_elsewhere
+
+    @property
+    def ranks_elsewhere(self) -> list[tuple[str, int, int]]:
+        """ranks_beyond_inputs of more ranks than one usual host has GPUs, largest first: the job most
+        likely runs on hosts the inputs lack."""
+        return sorted((c for c in self.ranks_beyond_inputs if c[1] > GPUS_PER_HOST), key=lambda c: -c[1])
+
+    @cached_property
+    def comm_groups(self) -> list[tuple[str, list[Communicator]]]:
+        """Communicators with a commId, or split from one whose init is in the inputs, one by one; those
+        without (NCCL < 2.16, splits of an unknown parent) merged by API and size, because they are then
+        keyed by process and pointer (one rank each). Each with its label ("communicator 0x...")."""
+        groups: list[tuple[str, list[Communicator]]] = []
+        keyless: dict[tuple[str, int | None], list[Communicator]] = defaultdict(list)
+        for comm in self.case.communicators:
+            if comm.comm_id or comm.parent:
+                groups.append((f"communicator {comm.comm_id or comm.id}", [comm]))
+            else:
+                keyless[(comm.api or "", comm.nranks)].append(comm)
+        for (api, _), comms in keyless.items():
+            groups.append((f"{api + ' c' if api else 'C'}ommunicators without commId", comms))
+        return groups
+
+    @cached_property
+    def ranks_beyond_inputs(self) -> list[tuple[str, int, int]]:
+        """On inputs of one host: (label, ranks, ranks shown) of the communicators with more ranks than the
+        inputs show and no node count (one rank's log of a 16-rank job): the others may run on hosts the
+        inputs lack."""
+        if self.multi_host:
+            return []
+        found = []
+        for label, comms in self.comm_groups:
+            nranks = max((c.nranks or 0 for c in comms), default=0)
+            shown_ranks = len({r.rank for c in comms for r in c.ranks if r.rank >= 0})
+            if nranks > shown_ranks and not any(c.nnodes for c in comms):
+                found.append((label, nranks, shown_ranks))
+        return found
 
     def env(self, name: str) -> list[EnvSetting]:
         return [e for e in self.case.env if e.name == name]

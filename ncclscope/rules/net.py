@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from ncclscope.model import Evidence, Finding, Severity
-from ncclscope.rules.context import EVIDENCE_SHOWN, Context, shown
+from ncclscope.rules.context import EVIDENCE_SHOWN, GPUS_PER_HOST, Context, shown
 from ncclscope.rules.net_common import (
     NAMES_SHOWN,
     HostNet,
@@ -88,15 +88,41 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
             hosts=hosts,
             ranks=ranks,
         )
+    elif ctx.ranks_elsewhere:
+        comm, nranks, shown_ranks = ctx.ranks_elsewhere[0]
+        yield make_finding(
+            "NET001",
+            "warning",
+            f"NCCL selected {label} on {names(hosts)}"
+            + (f" ({interfaces[2:]})" if interfaces else "")
+            + f", the one host in the inputs, but the job has a communicator of {nranks} ranks ({comm}) and the "
+            f"inputs show {shown_ranks} of them: more than the {GPUS_PER_HOST} GPUs of one usual host, so the others "
+            "most likely run on other hosts, and traffic between hosts then goes over TCP sockets instead of RDMA",
+            evidence=shown(evidence),
+            evidence_count=count,
+            hosts=hosts,
+            ranks=ranks,
+            fix=(
+                "Give the logs of every rank (NCCL_DEBUG_FILE=nccl.%h.%p.log) to see where they run; for a job "
+                "over several hosts, make an RDMA NIC usable to NCCL on each (`NET/IB : Using [0]mlx5_...`, or "
+                "the net plugin of the cluster such as aws-ofi-nccl for EFA)."
+            ),
+        )
     else:
+        known = ctx.single_host and ctx.comm_groups and not ctx.ranks_beyond_inputs  # every rank is shown
+        job = "a single-host job" if known else "the one host in the inputs"
+        unseen = "".join(
+            f" (a communicator of {nranks} ranks, {comm}, of which the inputs show {shown_ranks}: any on other"
+            " hosts would reach the others over TCP)"
+            for comm, nranks, shown_ranks in ctx.ranks_beyond_inputs[:1]
+        )
         yield make_finding(
             "NET001",
             "info",
             f"NCCL selected {label} on {names(hosts)}"
             + (f" ({interfaces[2:]})" if interfaces else "")
-            + ", a single-host job: traffic between its "
-            "GPUs does not use the NET transport, so this costs nothing here, but a run over several hosts "
-            "would be limited to TCP speed",
+            + f", {job}{unseen}: traffic between its GPUs does not use the NET transport, so this costs nothing "
+            "here, but a run over several hosts would be limited to TCP speed",
             evidence=shown(evidence),
             evidence_count=count,
             hosts=hosts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ncclscope.model import CommRank, Communicator, Finding, Severity
+from ncclscope.model import CommRank, Finding, Severity
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.registry import make_finding, rule
 from ncclscope.rules.version import host_list, rank_text
@@ -13,22 +13,6 @@ from ncclscope.rules.version import host_list, rank_text
 
 def _lines(n: int) -> str:
     return f"{n} line{'s' if n != 1 else ''}"
-
-
-def _comm_groups(ctx: Context) -> list[tuple[str, list[Communicator]]]:
-    """Communicators with a commId, or split from one whose init is in the inputs, one by one; those
-    without (NCCL < 2.16, splits of an unknown parent) merged by API and size, because they are then
-    keyed by process and pointer (one rank each)."""
-    groups: list[tuple[str, list[Communicator]]] = []
-    keyless: dict[tuple[str, int | None], list[Communicator]] = defaultdict(list)
-    for comm in ctx.case.communicators:
-        if comm.comm_id or comm.parent:
-            groups.append((f"communicator {comm.comm_id or comm.id}", [comm]))
-        else:
-            keyless[(comm.api or "", comm.nranks)].append(comm)
-    for (api, _), comms in keyless.items():
-        groups.append((f"{api + ' c' if api else 'C'}ommunicators without commId", comms))
-    return groups
 
 
 def input_cut(ctx: Context, sources: set[str]) -> tuple[str | None, bool]:
@@ -82,7 +66,7 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
     for p in ctx.case.processes:
         if p.host:
             procs_per_host[p.host] += 1
-    for label, comms in _comm_groups(ctx):
+    for label, comms in ctx.comm_groups:
         members: dict[tuple, CommRank] = {}
         for comm in comms:
             for r in comm.ranks:

@@ -96,6 +96,21 @@ def test_ib_disable_stays_a_warning_on_a_single_host_even_with_rdma_nics() -> No
     assert "single-host" in ib.message
 
 
+def test_ib_disable_is_not_excused_as_single_host_when_the_communicator_is_too_large_for_one(
+    tmp_path: Path,
+) -> None:
+    """The same 8 ranks of one host, but of a 16-rank communicator (and no nNodes line): the other 8 run
+    elsewhere, so switching IB off does affect this run."""
+    text = Path(DEBUG_ENV).read_text().replace("nranks 8", "nranks 16")
+    log = tmp_path / "eight_of_sixteen.log"
+    log.write_text("\n".join(line for line in text.splitlines() if "nNodes" not in line) + "\n")
+    ib = by_variable("ENV001", str(log))["NCCL_IB_DISABLE"]
+    assert "single-host" not in ib.message
+    assert "does not affect this run" not in ib.message
+    assert ib.severity in ("warning", "error")
+    assert by_variable("ENV001", DEBUG_ENV)["NCCL_IB_DISABLE"].message != ib.message
+
+
 def test_tuning_knobs_are_info() -> None:
     found = by_variable("ENV001", TWO_HOSTS_IB)
     assert {name: f.severity for name, f in found.items()} == {"NCCL_IB_HCA": "info", "NCCL_IB_TIMEOUT": "info"}

@@ -78,6 +78,67 @@ def test_net001_is_info_on_a_single_host_where_sockets_carry_nothing() -> None:
     assert lines(finding) == [6]
 
 
+def _one_rank_of(tmp_path: Path, nranks: int, keyless: bool = False) -> str:
+    """SINGLE_HOST_SOCKET cut to rank 1's lines (one rank's NCCL_DEBUG_FILE), its communicator of
+    `nranks` ranks; without the nNodes line, which would tell how many hosts the job has."""
+    kept = []
+    for line in Path(SINGLE_HOST_SOCKET).read_text().splitlines():
+        if ":8813:" not in line or "nNodes" in line:
+            continue
+        line = line.replace("nranks 2", f"nranks {nranks}")
+        if keyless:  # NCCL 2.8.4-2.15: no commId, no nvmlDev
+            line = line.replace(" commId 0x6a1e33c09d2f8b41", "").replace(" nvmlDev 1", "")
+        kept.append(line)
+    path = tmp_path / f"rank1_of_{nranks}.log"
+    path.write_text("\n".join(kept) + "\n")
+    return str(path)
+
+
+def test_net001_does_not_call_a_job_single_host_when_it_sees_one_rank_of_many(tmp_path: Path) -> None:
+    """One rank's log of a 16-rank communicator on sockets: more ranks than one usual host has GPUs, so
+    the job most likely spans hosts that talk over TCP; 'a single-host job, costs nothing' was a silent pass."""
+    (finding,) = [
+        f for f in analyze(read_case([_one_rank_of(tmp_path, 16)], jobs=1).case).findings if f.code == "NET001"
+    ]
+    assert finding.severity == "warning"
+    assert "single-host job" not in finding.message
+    assert "a communicator of 16 ranks (communicator 0x6a1e33c09d2f8b41) and the inputs show 1 of them" in (
+        finding.message
+    )
+    assert "most likely run on other hosts" in finding.message
+
+
+def test_net001_stays_info_for_one_rank_of_a_communicator_one_host_can_hold(tmp_path: Path) -> None:
+    (finding,) = [
+        f for f in analyze(read_case([_one_rank_of(tmp_path, 4)], jobs=1).case).findings if f.code == "NET001"
+    ]
+    assert finding.severity == "info"
+    assert "single-host job" not in finding.message
+    assert "the one host in the inputs (a communicator of 4 ranks, communicator 0x6a1e33c09d2f8b41, of which the" in (
+        finding.message
+    )
+    assert "inputs show 1: any on other hosts" in finding.message
+
+
+def test_net001_counts_the_ranks_of_communicators_without_commid_together(tmp_path: Path) -> None:
+    """Before NCCL 2.16 a communicator has no commId: its ranks are read as one communicator each, and
+    only together do they show every rank of the job."""
+    log = tmp_path / "keyless_two_ranks.log"
+    text = Path(SINGLE_HOST_SOCKET).read_text()
+    for old in (" commId 0x6a1e33c09d2f8b41", " nvmlDev 0", " nvmlDev 1"):
+        text = text.replace(old, "")
+    log.write_text("\n".join(line for line in text.splitlines() if "nNodes" not in line) + "\n")
+    (finding,) = [f for f in analyze(read_case([str(log)], jobs=1).case).findings if f.code == "NET001"]
+    assert finding.severity == "info"
+    assert "single-host job" in finding.message
+    one = _one_rank_of(tmp_path, 16, keyless=True)
+    (finding,) = [f for f in analyze(read_case([one], jobs=1).case).findings if f.code == "NET001"]
+    assert finding.severity == "warning"
+    assert "a communicator of 16 ranks (ncclCommInitRank communicators without commId) and the inputs show 1" in (
+        finding.message
+    )
+
+
 def test_a_single_host_socket_log_gives_only_infos() -> None:
     found = [f for f in _findings(SINGLE_HOST_SOCKET) if f.code.startswith(("NET", "GDR"))]
     assert {(f.code, f.severity) for f in found} == {("NET001", "info"), ("NET002", "info")}
