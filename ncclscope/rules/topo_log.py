@@ -22,6 +22,7 @@ from ncclscope.rules.topo_common import (
     where,
 )
 from ncclscope.topology import link
+from ncclscope.versions import nccl_version
 
 # NCCL falls back to PCIe Gen3 x16 (12 GB/s) for a link whose speed it cannot read from /sys
 # (kvDictPciGen default in src/graph/topo.cc), so a maxBw of 12 or less is what a hidden topology
@@ -164,8 +165,17 @@ def _p2p_refusals(case: Case) -> dict[str, list[P2pReport]]:
     return out
 
 
-def bus_to_device(case: Case) -> dict[tuple[str, str], int]:
-    """(host, busId) -> GPU index, from the communicator init lines.
+@dataclass
+class Buses:
+    """What names the GPU behind a bracket of a connection line."""
+
+    index: dict[tuple[str, str], int]  # (host, busId) -> GPU index
+    bracket_hosts: set[str]  # hosts whose brackets hold busIds (bus_brackets)
+
+
+def bus_to_device(case: Case) -> Buses:
+    """(host, busId) -> GPU index, from the communicator init lines, then from the P2P refusals
+    (`dev 1(=90)`, the CUDA device and its busId).
 
     The NVML index (nvmlDev) where printed: it is the numbering of `nvidia-smi topo -m`, while the
     CUDA device number depends on CUDA_VISIBLE_DEVICES.
@@ -176,19 +186,41 @@ def bus_to_device(case: Case) -> dict[tuple[str, str], int]:
             index = member.nvml_dev if member.nvml_dev is not None else member.cuda_dev
             if member.bus_id and index is not None:
                 out[(member.host or "", member.bus_id.lower().lstrip("0"))] = index
-    return out
+    for report in case.p2p:
+        for device in report.devices:
+            dev, _, bus = device.partition("(=")
+            if bus.endswith(")") and dev.strip().isdigit():
+                out.setdefault((report.host or "", bus[:-1].lower().lstrip("0")), int(dev))
+    return Buses(out, bus_brackets(case))
 
 
-def edge_devices(edge: Connection, buses: dict[tuple[str, str], int]) -> tuple[int | str | None, int | str | None]:
+def bus_brackets(case: Case) -> set[str]:
+    """Hosts whose `a[x] -> b[y]` brackets hold busIds (NCCL 2.5-2.18.1), not device numbers: one of
+    them has a hex letter (`2[a0]`), or the host's NCCL release is of those. A busId such as `90` is
+    then not GPU 90."""
+    hosts = {  # (2.18.1's P2P/CUMEM lines print the CUDA device in hex: `a` is device 10 there)
+        edge.host or ""
+        for edge in case.edges
+        if any(v and not v.isdigit() for v in (edge.from_dev, edge.to_dev)) and "CUMEM" not in edge.transport.upper()
+    }
+    for process in case.processes:
+        release = tuple(int(p) for p in (nccl_version(process.nccl_version) or "").split(".")[:3] if p.isdigit())
+        if len(release) == 3 and (2, 5, 0) <= release < (2, 18, 3):
+            hosts.add(process.host)
+    return hosts
+
+
+def edge_devices(edge: Connection, buses: Buses) -> tuple[int | str | None, int | str | None]:
     """The devices in `a[x] -> b[y]`: a device number (2.4 SHM, nvmlDev from 2.18.3) or a busId (2.5-2.18.1)."""
     if edge.from_dev is None or edge.to_dev is None:
         return None, None
+    host = edge.host or ""
     out: list[int | str | None] = []
     for value in (edge.from_dev, edge.to_dev):
-        bus = buses.get((edge.host or "", value.lower().lstrip("0")))
+        bus = buses.index.get((host, value.lower().lstrip("0")))
         if bus is not None:
             out.append(bus)
-        elif value.isdigit() and len(value) <= 3:
+        elif value.isdigit() and len(value) <= 3 and host not in buses.bracket_hosts:
             out.append(int(value))
         else:
             out.append(f"busId {value}")

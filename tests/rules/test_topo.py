@@ -7,6 +7,7 @@ rule) on fixtures; the matrix fixtures are in fixtures/topo and fixtures/topo_ca
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -172,6 +173,42 @@ def test_hosts_with_the_same_shm_pair_share_one_finding() -> None:
     finding = only("TOPO004", SHM_ON_TWO_HOSTS_LOG)
     assert finding.hosts == ["gpu-p01", "gpu-p02"]
     assert "on each host: GPU0 -> GPU1" in finding.message
+
+
+def _bus_bracket_log(tmp_path: Path, refusals: bool, version: str | None = None, hexed: bool = True) -> Path:
+    """Four ranks of one host in NCCL 2.7's format, whose brackets are busIds (`1[90]` is the GPU at
+    bus 0x90, not GPU 90): GPU0 reached through host memory from ranks 1 and 3 (formats.md B.14)."""
+    head = "pc-04:2106{r}:2134{r} [{r}] NCCL INFO "
+    rows = [] if version is None else [head.format(r=0) + f"NCCL version {version}+cuda11.0"]
+    if hexed:
+        rows.append(head.format(r=2) + "Channel 01 : 2[a0] -> 3[b0] via P2P/IPC")
+    for rank, bus in ((1, "90"), (3, "b0" if hexed else "70")):
+        if refusals:
+            rows.append(head.format(r=rank) + f"Could not enable P2P between dev {rank}(={bus}) and dev 0(=80)")
+        rows.append(head.format(r=rank) + f"Channel 01 : {rank}[{bus}] -> 0[80] via direct shared memory")
+    path = tmp_path / "bus_brackets.log"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_shm_pairs_of_bus_bracketed_lines_are_named_by_the_devices_the_p2p_refusals_give(tmp_path: Path) -> None:
+    finding = only("TOPO004", _bus_bracket_log(tmp_path, refusals=True))
+    assert "GPU1 -> GPU0 (ranks 1 -> 0)" in finding.message
+    assert "GPU3 -> GPU0 (ranks 3 -> 0)" in finding.message
+    assert "GPU90" not in finding.message and "GPU80" not in finding.message
+
+
+def test_shm_pairs_of_bus_bracketed_lines_keep_their_bus_ids_when_nothing_maps_them(tmp_path: Path) -> None:
+    finding = only("TOPO004", _bus_bracket_log(tmp_path, refusals=False))
+    assert "busId 90 -> busId 80 (ranks 1 -> 0)" in finding.message
+    assert "GPU90" not in finding.message
+
+
+def test_an_nccl_release_that_brackets_bus_ids_makes_decimal_looking_ones_bus_ids(tmp_path: Path) -> None:
+    log = _bus_bracket_log(tmp_path, refusals=False, version="2.7.8", hexed=False)
+    finding = only("TOPO004", log)
+    assert "busId 90 -> busId 80 (ranks 1 -> 0)" in finding.message
+    assert "busId 70 -> busId 80 (ranks 3 -> 0)" in finding.message
 
 
 @pytest.mark.parametrize("log", [H100_NVSWITCH_LOG, ONE_GPU_PER_HOST_LOG])
