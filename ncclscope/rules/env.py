@@ -172,6 +172,12 @@ def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
                 f" {FEATURE_NAMES[knob.feature]}, which would make this an error"
             )
         return "warning", f"{head} {knob.what}{note}: a debugging override that is not meant for production"
+    if knob.off is not None and s.name.endswith("_ENABLE") and knob.default and not knob.off(knob.default):
+        # NCCL_NVLS_ENABLE=1: asks for a feature NCCL uses by itself where the hardware has it
+        return "info", (
+            f"{head} {knob.what}{note}: it asks for what NCCL does by itself where the hardware allows"
+            f" (default {knob.default}); nothing is switched off"
+        )
     if knob.kind == "debug":
         return "warning", f"{head} {knob.what}{note}: a debugging override that is not meant for production"
     return "info", f"{head} {knob.what}{note}: a documented configuration or tuning knob"

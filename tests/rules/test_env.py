@@ -111,6 +111,17 @@ def test_ib_disable_is_not_excused_as_single_host_when_the_communicator_is_too_l
     assert by_variable("ENV001", DEBUG_ENV)["NCCL_IB_DISABLE"].message != ib.message
 
 
+@pytest.mark.parametrize(("value", "severity"), [("1", "info"), ("2", "info"), ("0", "warning")])
+def test_a_feature_switch_set_on_is_info_and_set_off_is_not(tmp_path: Path, value: str, severity: str) -> None:
+    """NCCL_NVLS_ENABLE=1 asks for NVLS, which NCCL uses by itself where the hardware has it: nothing is
+    off (a GB200 paste showed it as a debugging-override warning); =0 switches it off."""
+    log = tmp_path / "nvls.log"
+    log.write_text(f"gb-tray-2:311:311 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to {value}.\n")
+    (found,) = findings("ENV001", str(log))
+    assert found.severity == severity
+    assert ("nothing is switched off" in found.message) == (value == "1")
+
+
 def test_tuning_knobs_are_info() -> None:
     found = by_variable("ENV001", TWO_HOSTS_IB)
     assert {name: f.severity for name, f in found.items()} == {"NCCL_IB_HCA": "info", "NCCL_IB_TIMEOUT": "info"}
