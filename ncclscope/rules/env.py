@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from ncclscope.model import EnvSetting, Finding, Severity
+from ncclscope.platforms import platform_spec
 from ncclscope.rules.context import Context, shown
 from ncclscope.rules.env_knobs import KNOBS, truthy
 from ncclscope.rules.registry import make_finding, rule
@@ -81,6 +82,10 @@ def _has_nvlink(ctx: Context, hosts: list[str]) -> str | None:
             return "NVL links in NCCL's topology dump"
     if ctx.platform.nvlink_links or ctx.platform.nvswitch:
         return "an NVLink platform"
+    spec = platform_spec(ctx.platform.gpu_name)
+    if spec and spec.get("form") == "SXM" and str(spec.get("link", "")).startswith("NVLink"):
+        if (ctx.platform.gpus_per_host or 0) > 1:  # SXM modules of one board are linked by NVLink
+            return f"{ctx.platform.gpus_per_host} {ctx.platform.gpu_name} per host, SXM modules linked by NVLink"
     return _has_nvls(ctx, hosts) or _has_mnnvl(ctx, hosts)
 
 
@@ -111,7 +116,7 @@ def _has_mnnvl(ctx: Context, hosts: list[str]) -> str | None:
 def _needs_shm(ctx: Context, hosts: list[str]) -> str | None:
     """SHM carries the GPU pairs of a host that cannot use P2P: it matters only where P2P is off."""
     local = [h for h in ctx.case.hosts if (not hosts or h.name in hosts) and (len(h.ranks) > 1 or h.processes > 1)]
-    if not local:
+    if not local and (ctx.platform.gpus_per_host or 0) < 2:  # nccl-tests -g 4: one process, four GPUs
         return None
     for s in ctx.case.env:
         if (s.name == "NCCL_P2P_DISABLE" and truthy(s.value)) or (

@@ -122,6 +122,37 @@ def test_a_feature_switch_set_on_is_info_and_set_off_is_not(tmp_path: Path, valu
     assert ("nothing is switched off" in found.message) == (value == "1")
 
 
+def _one_process_four_gpus(tmp_path: Path, gpu: str) -> str:
+    """`all_reduce_perf -g 4` (one process, four GPUs: no per-rank init lines) with P2P and SHM off."""
+    rows = ["# nThread 1 nGpus 4 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20", "#"]
+    rows += ["# Using devices"]
+    rows += [f"#   Rank  {r} Pid  40417 on   sxm-lab-7 device  {r} [0x{0x41 + r:02x}] {gpu}" for r in range(4)]
+    rows += [
+        "sxm-lab-7:40417:40417 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to LOC",
+        "sxm-lab-7:40417:40417 [0] NCCL INFO NCCL_SHM_DISABLE set by environment to 1.",
+    ]
+    path = tmp_path / f"{gpu}.log"
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_p2p_and_shm_off_on_an_sxm_board_are_errors_without_a_matrix(tmp_path: Path) -> None:
+    """A100-SXM4 modules of one board are linked by NVLink, and with P2P off too SHM was the only other
+    path between them: both settings are errors, known from the nccl-tests device lines alone."""
+    found = by_variable("ENV001", _one_process_four_gpus(tmp_path, "A100-SXM4-40GB"))
+    assert found["NCCL_P2P_LEVEL"].severity == "error"
+    assert "4 A100-SXM4-40GB per host, SXM modules linked by NVLink" in found["NCCL_P2P_LEVEL"].message
+    assert found["NCCL_SHM_DISABLE"].severity == "error"
+    assert "NCCL_P2P_LEVEL=LOC also set" in found["NCCL_SHM_DISABLE"].message
+
+
+def test_p2p_off_on_pcie_cards_is_not_called_an_nvlink_error(tmp_path: Path) -> None:
+    found = by_variable("ENV001", _one_process_four_gpus(tmp_path, "A100-PCIE-40GB"))
+    assert found["NCCL_P2P_LEVEL"].severity == "warning"
+    assert "NVLink" not in found["NCCL_P2P_LEVEL"].message.split(";")[0]
+    assert found["NCCL_SHM_DISABLE"].severity == "error"  # four GPUs, P2P off: the network is left
+
+
 def test_tuning_knobs_are_info() -> None:
     found = by_variable("ENV001", TWO_HOSTS_IB)
     assert {name: f.severity for name, f in found.items()} == {"NCCL_IB_HCA": "info", "NCCL_IB_TIMEOUT": "info"}
