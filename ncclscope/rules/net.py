@@ -88,16 +88,17 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
             hosts=hosts,
             ranks=ranks,
         )
-    elif ctx.ranks_elsewhere:
+        return
+    selected = f"NCCL selected {label} on {names(hosts)}" + (f" ({interfaces[2:]})" if interfaces else "")
+    if ctx.ranks_elsewhere:
         comm, nranks, shown_ranks = ctx.ranks_elsewhere[0]
         yield make_finding(
             "NET001",
             "warning",
-            f"NCCL selected {label} on {names(hosts)}"
-            + (f" ({interfaces[2:]})" if interfaces else "")
-            + f", the one host in the inputs, but the job has a communicator of {nranks} ranks ({comm}) and the "
-            f"inputs show {shown_ranks} of them: more than the {GPUS_PER_HOST} GPUs of one usual host, so the others "
-            "most likely run on other hosts, and traffic between hosts then goes over TCP sockets instead of RDMA",
+            f"{selected}, the one host in the inputs, but the job has a communicator of {nranks} ranks ({comm}) "
+            f"and the inputs show {shown_ranks} of them: more than the {GPUS_PER_HOST} GPUs of one usual host, so "
+            "the others most likely run on other hosts, and traffic between hosts then goes over TCP sockets instead "
+            "of RDMA",
             evidence=shown(evidence),
             evidence_count=count,
             hosts=hosts,
@@ -108,34 +109,32 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
                 "the net plugin of the cluster such as aws-ofi-nccl for EFA)."
             ),
         )
-    else:
-        known = ctx.single_host and ctx.comm_groups and not ctx.ranks_beyond_inputs  # every rank is shown
-        job = "a single-host job" if known else "the one host in the inputs"
-        unseen = "".join(
-            f" (a communicator of {nranks} ranks, {comm}, of which the inputs show {shown_ranks}: any on other"
-            " hosts would reach the others over TCP)"
-            for comm, nranks, shown_ranks in ctx.ranks_beyond_inputs[:1]
-        )
-        yield make_finding(
-            "NET001",
-            "info",
-            f"NCCL selected {label} on {names(hosts)}"
-            + (f" ({interfaces[2:]})" if interfaces else "")
-            + f", {job}{unseen}: traffic between its GPUs does not use the NET transport, so this costs nothing "
-            "here, but a run over several hosts would be limited to TCP speed",
-            evidence=shown(evidence),
-            evidence_count=count,
-            hosts=hosts,
-            ranks=ranks,
-            explanation=(
-                "NCCL uses its NET transport (sockets or RDMA) only between hosts; inside one host GPUs talk "
-                "over NVLink/PCIe (P2P) or shared memory, so the network NCCL picked does not matter for this run."
-            ),
-            fix=(
-                "Nothing to change for single-host runs. Before scaling out, check that every host has an RDMA "
-                "NIC NCCL can use (`NET/IB : Using [0]mlx5_...` or a net plugin in the log)."
-            ),
-        )
+        return
+    known = ctx.single_host and ctx.comm_groups and not ctx.ranks_beyond_inputs  # every rank is shown
+    job = "a single-host job" if known else "the one host in the inputs"
+    unseen = "".join(
+        f" (a communicator of {nranks} ranks, {comm}, of which the inputs show {shown_ranks}: any on other"
+        " hosts would reach the others over TCP)"
+        for comm, nranks, shown_ranks in ctx.ranks_beyond_inputs[:1]
+    )
+    yield make_finding(
+        "NET001",
+        "info",
+        f"{selected}, {job}{unseen}: traffic between its GPUs does not use the NET transport, so this costs nothing "
+        "here, but a run over several hosts would be limited to TCP speed",
+        evidence=shown(evidence),
+        evidence_count=count,
+        hosts=hosts,
+        ranks=ranks,
+        explanation=(
+            "NCCL uses its NET transport (sockets or RDMA) only between hosts; inside one host GPUs talk "
+            "over NVLink/PCIe (P2P) or shared memory, so the network NCCL picked does not matter for this run."
+        ),
+        fix=(
+            "Nothing to change for single-host runs. Before scaling out, check that every host has an RDMA "
+            "NIC NCCL can use (`NET/IB : Using [0]mlx5_...` or a net plugin in the log)."
+        ),
+    )
 
 
 def _interfaces(hosts: Sequence[HostNet]) -> str:
