@@ -142,7 +142,7 @@ class Context:
         shows none), and no communicator too large for one host."""
         return not self.multi_host and len(self.hosts) == 1 and not self.ranks_elsewhere
 
-    @property
+    @cached_property
     def ranks_elsewhere(self) -> list[tuple[str, int, int]]:
         """ranks_beyond_inputs of more ranks than one usual host has GPUs, largest first: the job most
         likely runs on hosts the inputs lack."""

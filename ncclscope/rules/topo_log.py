@@ -185,13 +185,18 @@ def bus_to_device(case: Case) -> Buses:
         for member in comm.ranks:
             index = member.nvml_dev if member.nvml_dev is not None else member.cuda_dev
             if member.bus_id and index is not None:
-                out[(member.host or "", member.bus_id.lower().lstrip("0"))] = index
+                out[(member.host or "", _bus_key(member.bus_id))] = index
     for report in case.p2p:
         for device in report.devices:
             dev, _, bus = device.partition("(=")
             if bus.endswith(")") and dev.strip().isdigit():
-                out.setdefault((report.host or "", bus[:-1].lower().lstrip("0")), int(dev))
+                out.setdefault((report.host or "", _bus_key(bus[:-1])), int(dev))
     return Buses(out, bus_brackets(case))
+
+
+def _bus_key(bus: str) -> str:
+    """A busId as NCCL's lines spell it in any case or padding: `0000B9000`, `b9000`."""
+    return bus.lower().lstrip("0")
 
 
 def bus_brackets(case: Case) -> set[str]:
@@ -217,7 +222,7 @@ def edge_devices(edge: Connection, buses: Buses) -> tuple[int | str | None, int 
     host = edge.host or ""
     out: list[int | str | None] = []
     for value in (edge.from_dev, edge.to_dev):
-        bus = buses.index.get((host, value.lower().lstrip("0")))
+        bus = buses.index.get((host, _bus_key(value)))
         if bus is not None:
             out.append(bus)
         elif value.isdigit() and len(value) <= 3 and host not in buses.bracket_hosts:

@@ -97,9 +97,7 @@ def _one_rank_of(tmp_path: Path, nranks: int, keyless: bool = False) -> str:
 def test_net001_does_not_call_a_job_single_host_when_it_sees_one_rank_of_many(tmp_path: Path) -> None:
     """One rank's log of a 16-rank communicator on sockets: more ranks than one usual host has GPUs, so
     the job most likely spans hosts that talk over TCP; 'a single-host job, costs nothing' was a silent pass."""
-    (finding,) = [
-        f for f in analyze(read_case([_one_rank_of(tmp_path, 16)], jobs=1).case).findings if f.code == "NET001"
-    ]
+    (finding,) = findings(_one_rank_of(tmp_path, 16), "NET001")
     assert finding.severity == "warning"
     assert "single-host job" not in finding.message
     assert "a communicator of 16 ranks (communicator 0x6a1e33c09d2f8b41) and the inputs show 1 of them" in (
@@ -109,9 +107,7 @@ def test_net001_does_not_call_a_job_single_host_when_it_sees_one_rank_of_many(tm
 
 
 def test_net001_stays_info_for_one_rank_of_a_communicator_one_host_can_hold(tmp_path: Path) -> None:
-    (finding,) = [
-        f for f in analyze(read_case([_one_rank_of(tmp_path, 4)], jobs=1).case).findings if f.code == "NET001"
-    ]
+    (finding,) = findings(_one_rank_of(tmp_path, 4), "NET001")
     assert finding.severity == "info"
     assert "single-host job" not in finding.message
     assert "the one host in the inputs (a communicator of 4 ranks, communicator 0x6a1e33c09d2f8b41, of which the" in (
@@ -128,11 +124,11 @@ def test_net001_counts_the_ranks_of_communicators_without_commid_together(tmp_pa
     for old in (" commId 0x6a1e33c09d2f8b41", " nvmlDev 0", " nvmlDev 1"):
         text = text.replace(old, "")
     log.write_text("\n".join(line for line in text.splitlines() if "nNodes" not in line) + "\n")
-    (finding,) = [f for f in analyze(read_case([str(log)], jobs=1).case).findings if f.code == "NET001"]
+    (finding,) = findings(str(log), "NET001")
     assert finding.severity == "info"
     assert "single-host job" in finding.message
     one = _one_rank_of(tmp_path, 16, keyless=True)
-    (finding,) = [f for f in analyze(read_case([one], jobs=1).case).findings if f.code == "NET001"]
+    (finding,) = findings(one, "NET001")
     assert finding.severity == "warning"
     assert "a communicator of 16 ranks (ncclCommInitRank communicators without commId) and the inputs show 1" in (
         finding.message
