@@ -320,6 +320,32 @@ def test_trace_lines_whose_numbers_vary_reach_the_grammar_a_handful_of_times() -
     assert parser.lark_parses <= 12, parser.lark_parses
 
 
+def test_trees_lines_where_ranks_lack_a_parent_or_child_share_one_parse() -> None:
+    """A rank with no parent or child prints -1 in its place (`[3] 12/-1/-1->11->-1`): where the -1s
+    fall changes from rank to rank and channel to channel; each such line is still read with the fields
+    of the one line the grammar read, the -1s included."""
+    rng = random.Random(5)
+
+    def node() -> int:
+        return rng.choice([-1, rng.randrange(1024)])
+
+    lines, expected = [], []
+    for n in range(400):
+        chains = [(node(), node(), node(), rng.randrange(1024), node()) for _ in range(16)]
+        entries = " ".join(f"[{c}] {a}/{b}/{d}->{r}->{up}" for c, (a, b, d, r, up) in enumerate(chains))
+        origin = f"node{n % 128:03d}:{rng.randint(100, 99999)}:{rng.randint(100, 99999)} [{n % 8}]"
+        lines.append(f"{origin} NCCL INFO Trees {entries}")
+        expected.append(chains)
+    parser = NcclLogParser(lambda n, t: None)
+    parser.feed_block("\n".join(lines).encode(), 1)
+    assert (parser.result.recognized, dict(parser.result.families)) == (400, {"trees": 400})
+    assert parser.lark_parses <= 4, parser.lark_parses
+    events = sorted(parser.result.events, key=lambda e: e.line)
+    for event, chains in zip(events, expected, strict=True):
+        read = [entry["tree_chain"]["tree_ids"] for entry in event.fields["tree_entry"]]
+        assert read == [[{"sint": [str(a), str(b), str(d)]}, str(r), str(up)] for a, b, d, r, up in chains]
+
+
 def _coll_lines(rng: random.Random, n: int, ranks: list[tuple[str, int, str]]) -> tuple[list[str], dict]:
     """COLL lines of a few ranks whose every value changes width from line to line (launcher tags,
     opCounts, counts, pointers), and what a line-by-line reader makes of them per rank."""

@@ -42,7 +42,7 @@ from ncclscope.parse.coarse import (
     span_words,
     word_classes,
 )
-from ncclscope.parse.shapes import InsideValue, ShapeMover, coarse_key
+from ncclscope.parse.shapes import InsideValue, ShapeMover, coarse_key, shape_key
 from ncclscope.parse.templates import (
     HEX_DIGITS,
     TEMPLATES_PER_SKELETON,
@@ -763,7 +763,7 @@ class NcclLogParser:
     def _shape_for_new_skeleton(self, line: bytes) -> LineShape:
         """Lines differing only in number lengths or hex values reuse a parse (see shapes.py)."""
         self.shapes_made += 1
-        key = coarse_key(line)
+        key = shape_key(line)
         known = self._coarse_cache.get(key)
         for n, (mover, shape) in enumerate(known or ()):
             moved = self._move_shape(mover, shape, line)

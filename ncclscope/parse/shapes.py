@@ -7,7 +7,9 @@ every run of letters and digits replaced by a placeholder. Equal coarse shapes h
 and punctuation between their words, so the words of two such lines pair up one to one; every field
 span of the earlier line is moved to where the corresponding words now start and end. Words that are
 not inside a field (NCCL, INFO, AllReduce, the 2 of "P2P") must be equal, or the line is parsed by
-Lark after all.
+Lark after all. A minus sign that starts a number is part of its word, so that a Trees line where a
+rank has no parent (`174/-1/-1->173->-1`) shares the parse of one where it has (`174/175/-1->173->172`):
+32 channels of those make lines of a thousand characters, each a long grammar parse.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 VALUE_RE = re.compile(rb"[A-Za-z0-9]+")
-NUMBER_RE = re.compile(rb"(?:0x)?[0-9a-fA-F]+")
+# the words a shape is moved by: VALUE_RE's, and a sign before digits that follows no letter or digit
+# (the minus of "/-1", not the dash of "NET/0-1" or the arrow of "->172")
+SIGNED_VALUE_RE = re.compile(rb"(?:(?<![A-Za-z0-9])-(?=[0-9]))?[A-Za-z0-9]+")
+NUMBER_RE = re.compile(rb"-?(?:0x)?[0-9a-fA-F]+")
 
 Span = tuple[int, int]
 SpanMover = Callable[[int, int], Span]
@@ -29,6 +34,11 @@ SpanMover = Callable[[int, int], Span]
 
 def coarse_key(line: bytes) -> bytes:
     return VALUE_RE.sub(b"0", line)
+
+
+def shape_key(line: bytes) -> bytes:
+    """The key of the lines a ShapeMover may serve (coarse_key, signed numbers as one word)."""
+    return SIGNED_VALUE_RE.sub(b"0", line)
 
 
 class InsideValue(Exception):
@@ -44,10 +54,11 @@ class ShapeMover:
         self._values: list[Span] | None = None  # most shapes are never reused: computed on first use
 
     def _prepare(self) -> list[Span]:
-        values = [m.span() for m in VALUE_RE.finditer(self.exemplar)]
+        values = [m.span() for m in SIGNED_VALUE_RE.finditer(self.exemplar)]
         exemplar, kind = self.exemplar, self.kind
-        # a word's class is its lowest column's; the "0x" of a pointer stays fixed in a number
-        classes = [min(kind[a + 2 if exemplar.startswith(b"0x", a) and b - a > 2 else a : b]) for a, b in values]
+        # a word's class is its lowest column's; the sign of a number and the "0x" of a pointer stay
+        # out of it
+        classes = [min(kind[_digits_start(exemplar, a, b) : b]) for a, b in values]
         self._fixed = [i for i, c in enumerate(classes) if c == 0]
         self._numbers = [i for i, c in enumerate(classes) if c in (1, 2)]
         self._value_starts = [a for a, _ in values]
@@ -57,7 +68,7 @@ class ShapeMover:
     def mapper(self, line: bytes) -> SpanMover | None:
         """A function moving an exemplar span onto `line`, or None when the shapes differ."""
         values = self._values if self._values is not None else self._prepare()
-        new = [m.span() for m in VALUE_RE.finditer(line)]
+        new = [m.span() for m in SIGNED_VALUE_RE.finditer(line)]
         if len(new) != len(values):
             return None
         exemplar = self.exemplar
@@ -95,3 +106,10 @@ class ShapeMover:
             return (start, move(b - 1) + 1)
 
         return move_span
+
+
+def _digits_start(text: bytes, a: int, b: int) -> int:
+    """Where the digits of the word text[a:b] start: after a sign, after the 0x of a pointer."""
+    if text.startswith(b"-", a) and b - a > 1:
+        a += 1
+    return a + 2 if text.startswith(b"0x", a) and b - a > 2 else a
