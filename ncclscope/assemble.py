@@ -185,26 +185,28 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
 # ------------------------------------------------------------------------------------ records
 def _add_events(b: _Builder, parsed: ParsedInput) -> None:
     path = parsed.source.path
-    by_process: dict[tuple[str | None, int | None], list[Event]] = defaultdict(list)
-    for event in parsed.log.events:
-        by_process[event.host, event.pid].append(event)
+    events = sorted(parsed.log.events, key=_line_of)
+    processes = {(e.host, e.pid) for e in events}
     hosts_of_pid: dict[int, set[str]] = defaultdict(set)
-    for host, pid in by_process:
+    for host, pid in processes:
         if host and pid is not None:
             hosts_of_pid[pid].add(host)
-    for host, pid in list(by_process):
+    states: dict[tuple[str | None, int | None], _ProcessState] = {}
+    # in line order: each process's records in its own order (its state is its own), and what several
+    # processes share (a setting's first evidence, the first of a kind kept under a cap) first come first
+    for event in events:
+        host, pid = event.host, event.pid
         if not host and pid is not None and len(hosts_of_pid.get(pid, ())) == 1:
-            known = next(iter(hosts_of_pid[pid]))  # records that lost their host name: their process's
-            for event in by_process.pop((host, pid)):
-                event.repair_host(known)
-                by_process[known, pid].append(event)
-    for events in by_process.values():
-        events.sort(key=lambda e: e.line)
-    # processes in the order of their first line: however the parser grouped lines of one shape
-    for (host, pid), events in sorted(by_process.items(), key=lambda item: item[1][0].line):
-        state = _process(b, path, host, pid)
-        for event in events:
-            _add_event(b, state, event, path)
+            host = next(iter(hosts_of_pid[pid]))  # a record that lost its host name: its process's
+            event.repair_host(host)
+        state = states.get((host, pid))
+        if state is None:
+            state = states[host, pid] = _process(b, path, host, pid)
+        _add_event(b, state, event, path)
+
+
+def _line_of(event: Event) -> int:
+    return event.line
 
 
 def _last_error_texts(parsed: ParsedInput) -> None:
