@@ -147,12 +147,34 @@ class _Builder:
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
-    """The inputs' records as one Case (their NCCL records are consumed: each input's list is emptied)."""
-    case = Case(ncclscope_version=__version__)
-    builder = _Builder(case)
-    summary = ConnectionSummary()
-    edges: dict[tuple, list] = {}
+    """The inputs' records as one Case."""
+    assembly = Assembly()
     for parsed in inputs:
+        assembly.add(parsed)
+    return assembly.finish()
+
+
+class Assembly:
+    """Builds one Case from inputs given in order. The records of a large file read in byte ranges may
+    be given range by range (`give_records`) while later ranges are still being parsed, before the file
+    itself is added: the records are walked in line order either way, so the Case is the same."""
+
+    def __init__(self) -> None:
+        self.case = Case(ncclscope_version=__version__)
+        self._builder = _Builder(self.case)
+        self._summary = ConnectionSummary()
+        self._edges: dict[tuple, list] = {}
+        self._records: _RecordWalk | None = None  # the walk through the next input's records
+
+    def give_records(self, path: str, events: list[Event]) -> None:
+        """Records of the input that `add` gives next, in order after those given before."""
+        if self._records is None:
+            self._records = _RecordWalk(self._builder, path)
+        self._records.give(events)
+
+    def add(self, parsed: ParsedInput) -> None:
+        """An input whole; its records are those given before (if any), then those it holds."""
+        case, builder = self.case, self._builder
         case.sources.append(parsed.source)
         case.topologies.extend(parsed.topologies)
         case.benchmarks.extend(parsed.benchmarks)
@@ -170,39 +192,74 @@ def assemble(inputs: Iterable[ParsedInput]) -> Case:
         builder.command_line_settings.extend(parsed.settings)
         for kind, n in parsed.not_kept.items():
             case.facts_capped[kind] = case.facts_capped.get(kind, 0) + n
-        _add_events(builder, parsed)
+        walk = self._records or _RecordWalk(builder, parsed.source.path)
+        self._records = None
+        walk.give(parsed.log.events)
+        walk.end()
+        parsed.log.events = walk.given  # all of them, in line order (another assembly may read the input again)
         _last_error_texts(parsed)
-        parsed.log.events = []  # assembled: the memory goes to the next input and to the output
-        _add_connections(parsed, summary, edges)
-    case.connections = summary
-    case.edges = _edge_models(edges)
-    case.edges_truncated = len(edges) > EDGE_LIMIT
-    _finish(builder, edges)
-    case.progress = collective_progress(case)
-    return case
+        _add_connections(parsed, self._summary, self._edges)
+
+    def finish(self) -> Case:
+        case = self.case
+        case.connections = self._summary
+        case.edges = _edge_models(self._edges)
+        case.edges_truncated = len(self._edges) > EDGE_LIMIT
+        _finish(self._builder, self._edges)
+        case.facts_capped = dict(sorted(case.facts_capped.items()))  # whichever came first, records or readers
+        case.progress = collective_progress(case)
+        return case
 
 
 # ------------------------------------------------------------------------------------ records
-def _add_events(b: _Builder, parsed: ParsedInput) -> None:
-    path = parsed.source.path
-    events = sorted(parsed.log.events, key=_line_of)
-    processes = {(e.host, e.pid) for e in events}
-    hosts_of_pid: dict[int, set[str]] = defaultdict(set)
-    for host, pid in processes:
-        if host and pid is not None:
-            hosts_of_pid[pid].add(host)
-    states: dict[tuple[str | None, int | None], _ProcessState] = {}
-    # in line order: each process's records in its own order (its state is its own), and what several
-    # processes share (a setting's first evidence, the first of a kind kept under a cap) first come first
-    for event in events:
-        host, pid = event.host, event.pid
-        if not host and pid is not None and len(hosts_of_pid.get(pid, ())) == 1:
-            host = next(iter(hosts_of_pid[pid]))  # a record that lost its host name: its process's
-            event.repair_host(host)
-        state = states.get((host, pid))
+class _RecordWalk:
+    """One input's records in line order: each process's records in its own order (its state is its
+    own), and what several processes share (a setting's first evidence, the first records of a kind kept
+    under a cap) first in the log, first kept.
+
+    A record that lost its host name (a launcher's prefix glued over it) belongs to the one host its
+    pid has elsewhere in the input, which only the whole input tells: from the first such record on,
+    the walk waits for the end."""
+
+    def __init__(self, b: _Builder, path: str) -> None:
+        self.b = b
+        self.path = path
+        self.given: list[Event] = []
+        self._states: dict[tuple[str | None, int | None], _ProcessState] = {}
+        self._waiting: list[Event] | None = None  # records after the first that lost its host name
+
+    def give(self, events: list[Event]) -> None:
+        events = sorted(events, key=_line_of)
+        self.given.extend(events)
+        if self._waiting is not None:
+            self._waiting.extend(events)
+            return
+        for i, event in enumerate(events):
+            if not event.host and event.pid is not None:
+                self._waiting = events[i:]
+                return
+            self._add(event, event.host, event.pid)
+
+    def end(self) -> None:
+        waiting = self._waiting
+        if not waiting:
+            return
+        hosts_of_pid: dict[int, set[str]] = defaultdict(set)
+        for host, pid in [*self._states, *((e.host, e.pid) for e in waiting)]:
+            if host and pid is not None:
+                hosts_of_pid[pid].add(host)
+        for event in waiting:
+            host, pid = event.host, event.pid
+            if not host and pid is not None and len(hosts_of_pid.get(pid, ())) == 1:
+                host = next(iter(hosts_of_pid[pid]))
+                event.repair_host(host)
+            self._add(event, host, pid)
+
+    def _add(self, event: Event, host: str | None, pid: int | None) -> None:
+        state = self._states.get((host, pid))
         if state is None:
-            state = states[host, pid] = _process(b, path, host, pid)
-        _add_event(b, state, event, path)
+            state = self._states[host, pid] = _process(self.b, self.path, host, pid)
+        _add_event(self.b, state, event, self.path)
 
 
 def _line_of(event: Event) -> int:

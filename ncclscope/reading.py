@@ -11,19 +11,20 @@ from __future__ import annotations
 import gc
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from ncclscope import interrupts
-from ncclscope.assemble import assemble
+from ncclscope.assemble import Assembly
 from ncclscope.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.model import Case, RunRecord
 from ncclscope.parse import nccl_log, split
-from ncclscope.parse.source import ParsedInput, join_ranges, parse_input, parse_range
+from ncclscope.parse.source import JoinedRanges, ParsedInput, parse_input, parse_range
 from ncclscope.parse.split import RangePart, byte_ranges, can_split
 from ncclscope.sources import RUN_MANIFEST, InputFile, expand_inputs, run_manifest
 
@@ -89,8 +90,7 @@ def read_files(
     """Inputs already expanded (`problems`: paths that could not be used; `paths`: as named).
     `progress` is called with the size of each block read; giving it reads the inputs in this process."""
     with gc_paused():
-        parsed, unread = _parse_all(files, 1 if progress else jobs, progress)
-        case = assemble(parsed)
+        case, unread = _read_all(files, 1 if progress else jobs, progress)
     messages = list(problems)
     unusable = bool(problems)
     for source in case.sources:
@@ -118,62 +118,160 @@ def read_files(
     return outcome
 
 
-def _parse_all(
+class _InOrder:
+    """The inputs' assembly, input after input; kept so that it can start again when a file read in
+    ranges must be read whole after all (its records were already walked)."""
+
+    def __init__(self) -> None:
+        self.assembly = Assembly()
+        self._added: list[ParsedInput] = []
+
+    def add(self, parsed: ParsedInput) -> None:
+        self.assembly.add(parsed)
+        self._added.append(parsed)
+
+    def start_again(self) -> None:
+        """Forgets the records given for the input not yet added."""
+        self.assembly = Assembly()
+        for parsed in self._added:
+            self.assembly.add(parsed)
+
+
+def _read_all(
     files: list[InputFile], jobs: int | None, progress: Callable[[int], None] | None
-) -> tuple[list[ParsedInput], list[str]]:
-    """The inputs parsed, and the names of those a Ctrl-C or SIGTERM left unread (interrupts.py)."""
+) -> tuple[Case, list[str]]:
+    """The inputs parsed and assembled, and the names of those a Ctrl-C or SIGTERM left unread (interrupts.py)."""
     workers = _workers(files, jobs)
     unread: list[str] = []
-    results: list[ParsedInput] = []
+    inputs = _InOrder()
     with interrupts.stop_signals():
         if workers <= 1:
             for item in files:
                 if interrupts.requested() is not None:
                     unread.append(item.display)
                 else:
-                    results.append(parse_input(item, progress))
-            return results, unread
+                    inputs.add(parse_input(item, progress))
+            return inputs.assembly.finish(), unread
         tasks = _tasks(files, workers)
-        done = _run_pool(tasks, workers)
-    for item in files:
-        parts = []
-        for task, result in zip(tasks, done, strict=True):
-            if task.path == item.path:
-                if result is None:  # stopped: the ranges read before the first one missing
-                    break
-                parts.append(result)
-        if not parts:
-            unread.append(item.display)
-        elif len(parts) == 1 and isinstance(parts[0], ParsedInput):
-            results.append(parts[0])
+        results = _pool_results(tasks, workers)
+        try:
+            at = 0
+            for item in files:
+                end = at + 1
+                if tasks[at].span is None:  # read whole by one worker
+                    whole = next(results)
+                    if whole is None:
+                        unread.append(item.display)
+                    else:
+                        inputs.add(whole)  # type: ignore[arg-type]
+                else:
+                    while end < len(tasks) and _continues(tasks[end]):
+                        end += 1
+                    if not _join_ranges(item, results, end - at, inputs):
+                        unread.append(item.display)
+                at = end
+        finally:
+            results.close()
+    return inputs.assembly.finish(), unread
+
+
+def _continues(task: InputFile) -> bool:
+    """A range after the first of its file."""
+    return task.span is not None and task.span[0] != 0
+
+
+def _join_ranges(
+    item: InputFile, results: Iterator[ParsedInput | RangePart | None], count: int, inputs: _InOrder
+) -> bool:
+    """The next `count` results, the ranges of `item`, joined and assembled as they come: the records of
+    the first ranges are walked while workers still parse the last. False when none was read (a stop)."""
+    joined = JoinedRanges(item)
+    taken = 0
+    missing = read_whole = False
+    for _ in range(count):
+        part = next(results)
+        if missing or read_whole:
+            continue
+        if not isinstance(part, RangePart):  # stopped: the ranges read before the first one missing
+            missing = True
+        elif part.too_much_other:
+            read_whole = True  # mostly text of other programs: read it whole (split.py)
         else:
-            if len(parts) < sum(task.path == item.path for task in tasks):
-                parts[-1].stats.stopped_by = interrupts.requested()  # type: ignore[union-attr]
-            results.append(join_ranges(item, parts))  # type: ignore[arg-type]
-    return results, unread
+            inputs.assembly.give_records(item.display, joined.add(part, keep_records=False))
+            taken += 1
+    if read_whole:
+        inputs.start_again()
+        inputs.add(parse_input(item))
+        return True
+    if not taken:
+        return False
+    if missing:
+        joined.stopped_by(interrupts.requested())
+    inputs.add(joined.finish())
+    return True
 
 
-def _run_pool(tasks: list[InputFile], workers: int) -> list[ParsedInput | RangePart | None]:
-    """Every task in a worker process; after a stop request, the tasks finished by then (None for the rest)."""
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait  # 30 ms of imports: only here
+def _pool_results(tasks: list[InputFile], workers: int) -> Generator[ParsedInput | RangePart | None, None, None]:
+    """Every task in a worker process, its result given in task order as soon as it is there; after a
+    stop request, the tasks finished by then (None for the rest)."""
+    from concurrent.futures import ProcessPoolExecutor  # 30 ms of imports: only here
 
     nccl_log._parser()  # build the grammar once; forked workers inherit it
+    _keep_freed_memory()
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_ctrl_c)
     futures = [pool.submit(_run_task, task) for task in tasks]
+    finished = False
     try:
-        with interrupts.waiting_for_input():  # a stop request ends the wait at once
-            wait(futures, return_when=FIRST_EXCEPTION)
-    except interrupts.ReadingStopped:
-        kept = [f.result() if f.done() and not f.cancelled() and f.exception() is None else None for f in futures]
-        workers_left = list(getattr(pool, "_processes", {}).values())  # no public way to stop a busy worker
-        for process in workers_left:
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in workers_left:
-            process.join(timeout=10)
-        return kept
-    pool.shutdown(wait=True)
-    return [f.result() for f in futures]
+        for at, future in enumerate(futures):
+            try:
+                with interrupts.waiting_for_input():  # a stop request ends the wait at once
+                    result = future.result()
+            except interrupts.ReadingStopped:
+                kept = [
+                    f.result() if f.done() and not f.cancelled() and f.exception() is None else None
+                    for f in futures[at:]
+                ]
+                _stop_workers(pool)
+                finished = True
+                yield from kept
+                return
+            yield result
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:  # an error, or the reader gave up: no worker is waited for
+            _stop_workers(pool)
+
+
+def _done_result(future: Any) -> ParsedInput | RangePart | None:
+    return future.result() if future.done() and not future.cancelled() and future.exception() is None else None
+
+
+def _stop_workers(pool: Any) -> None:
+    workers_left = list(getattr(pool, "_processes", {}).values())  # no public way to stop a busy worker
+    for process in workers_left:
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers_left:
+        process.join(timeout=10)
+
+
+def _keep_freed_memory() -> None:
+    """glibc gives freed memory back to the system at once and maps large blocks afresh: reading a
+    large file frees and takes back hundreds of MB of blocks, and each page taken again costs a fault
+    (a third of the system time of a 100 MB read). Keeping it raises no peak: the memory was in use.
+    Elsewhere (musl, macOS) nothing changes."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # glibc malloc.h
+        libc.mallopt(m_mmap_threshold, 32 << 20)
+        libc.mallopt(m_trim_threshold, 256 << 20)
+        libc.mallopt(m_top_pad, 64 << 20)
+    except (OSError, AttributeError):
+        pass
 
 
 def _ignore_ctrl_c() -> None:

@@ -148,3 +148,56 @@ def test_coll_lines_read_in_small_pieces_give_the_same_summary(tmp_path: Path, m
     assert pieces.case.model_dump() == whole.case.model_dump()
     got = {(c.host, c.pid, c.comm): [c.calls, c.last_op_count, c.evidence.line] for c in pieces.case.coll_calls}
     assert got == expected
+
+
+def test_records_that_lost_their_host_name_read_in_ranges_give_the_case_one_process_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record whose host name was cut off belongs to the one host its pid has elsewhere; here that
+    host appears only ranges later, after the records before it were already walked (reading.py walks
+    a range's records while workers parse the next)."""
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
+    lines = []
+    for n in range(400):
+        lines.append(
+            f"node{n % 4}:{1000 + n % 4}:{1000 + n % 4} [{n % 4}] NCCL INFO Channel {n % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC"
+        )
+    lines.append(":4242:4242 [0] NCCL INFO Using network IB")  # node9's record, host cut off
+    lines += [f"node0:1000:1000 [0] NCCL INFO Channel {n % 32:02d}/1 : 0[0] -> 1[1] via P2P/IPC" for n in range(400)]
+    lines += [
+        "node9:4242:4242 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "node9:4242:4242 [0] NCCL INFO cudaDriverVersion 12040",
+    ]
+    target = tmp_path / "lost_host.log"
+    target.write_text("\n".join(lines) + "\n")
+    serial = read_case([str(target)], jobs=1)
+    parallel = read_case([str(target)], jobs=2)
+    assert len(reading._tasks([InputFile(str(target), str(target))], 2)) > 2
+    assert parallel.case.model_dump() == serial.case.model_dump()
+    (node9,) = [p for p in parallel.case.processes if p.pid == 4242]
+    assert (node9.host, node9.network) == ("node9", "IB")
+
+
+def test_a_file_of_mostly_other_text_is_read_whole_after_its_first_ranges_were_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A range that holds more lines of other programs than a range may keep (split.OTHER_LINES_KEEP)
+    makes the file be read whole; the records of the ranges already walked are walked once, not twice."""
+    from ncclscope.parse import source
+
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
+    monkeypatch.setattr(source, "OTHER_LINES_KEEP", 100)
+    started_again = []
+    monkeypatch.setattr(
+        reading._InOrder, "start_again", lambda self, f=reading._InOrder.start_again: (started_again.append(1), f(self))
+    )
+    log = (FIXTURES / "nccl" / "v2_18_8xh100_nvswitch.log").read_bytes().rstrip(b"\n") + b"\n"
+    chatter = b"".join(b"epoch 3 step %d loss 0.%04d\n" % (n, n) for n in range(3000))
+    target = tmp_path / "mostly_training.log"
+    target.write_bytes(log * 12 + chatter)
+    serial = read_case([str(target)], jobs=1)
+    parallel = read_case([str(target)], jobs=2)
+    assert started_again == [1]
+    assert parallel.case.model_dump() == serial.case.model_dump()

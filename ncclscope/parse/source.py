@@ -36,12 +36,12 @@ from ncclscope.parse import flight_recorder, nccl_xml, ras
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
-from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
+from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, Event, LogResult, NcclLogParser, ShapeBook
 from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
 from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
 from ncclscope.parse.p2p_matrix import P2pMatrixReader
-from ncclscope.parse.split import OTHER_LINES_KEEP, RangePart, merge_logs
+from ncclscope.parse.split import OTHER_LINES_KEEP, LogJoin, RangePart
 from ncclscope.parse.topo_matrix import TopologyReader
 from ncclscope.sources import InputFile, ReadStats, iter_blocks, open_binary, read_head
 
@@ -211,13 +211,40 @@ def join_ranges(item: InputFile, parts: list[RangePart]) -> ParsedInput:
     """The parsed ranges of one file as one input, as if read by one process."""
     if any(part.too_much_other for part in parts):
         return parse_input(item)  # mostly text of other programs: read it whole
-    log, stats, offsets = merge_logs(parts)
-    others = _OtherLines(item.display)
-    for part, offset in zip(parts, offsets, strict=False):
-        for line_no, text in part.other:
-            others(line_no + offset, text)
+    joined = JoinedRanges(item)
+    for part in parts:
+        joined.add(part)
+    return joined.finish()
+
+
+class JoinedRanges:
+    """The parsed ranges of one file joined in order as they come (see split.py). A range's records
+    may be taken away as it is joined (`add(part, keep_records=False)`, for the assembly to walk them
+    while later ranges are still parsed); its other lines go to the other readers at once."""
+
+    def __init__(self, item: InputFile) -> None:
+        self.item = item
+        self._log = LogJoin()
+        self._others = _OtherLines(item.display)
+
+    def add(self, part: RangePart, keep_records: bool = True) -> list[Event]:
+        """Joins `part`; returns its records (line numbers the file's) when they are not kept."""
+        offset = self._log.add(part, keep_records)
+        events = [] if keep_records or offset is None else part.log.events
+        part.log.events = []
+        if offset is not None:
+            for line_no, text in part.other:
+                self._others(line_no + offset, text)
         part.other.clear()
-    return _finish(Source(path=item.display), stats, log, others)
+        return events
+
+    def stopped_by(self, signum: int | None) -> None:
+        """Reading stopped (Ctrl-C, SIGTERM) after the ranges joined so far."""
+        self._log.stats.stopped_by = signum
+
+    def finish(self) -> ParsedInput:
+        log, stats = self._log.result()
+        return _finish(Source(path=self.item.display), stats, log, self._others)
 
 
 def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLines) -> ParsedInput:

@@ -4,7 +4,9 @@ Each range is parsed by its own NcclLogParser with line numbers counted from 1; 
 not NCCL records are kept, not read, because the topology, nccl-tests and framework readers follow
 tables and records across lines (a table may cross a range's end). The merge shifts every line
 number by the lines of the ranges before, so events, evidence and counts are those of one reader,
-and then feeds the kept lines to the other readers in order.
+and then feeds the kept lines to the other readers in order. It takes the ranges one by one as they
+arrive (LogJoin), so that the reader can walk the records of the first ranges while workers still
+parse the last.
 """
 
 from __future__ import annotations
@@ -80,15 +82,30 @@ def byte_ranges(path: str, parts: int, min_bytes: int = 1, workers: int = 1) -> 
     return [(a, b) for a, b in zip(starts, [*starts[1:], size], strict=True)]
 
 
-def merge_logs(parts: list[RangePart]) -> tuple[LogResult, ReadStats, list[int]]:
-    """The parts as one log result and one set of read statistics; also each part's line offset."""
-    merged = LogResult()
-    stats = ReadStats()
-    offsets = []
-    offset = 0
-    for part in parts:
-        offsets.append(offset)
-        _add_log(merged, part.log, offset)
+class LogJoin:
+    """The parts of one file joined in order, as they come: one log result, one set of statistics.
+    A part that ends the reading (binary, damaged, stopped) is the last one taken."""
+
+    def __init__(self) -> None:
+        self.log = LogResult()
+        self.stats = ReadStats()
+        self.lines = 0  # lines of the parts taken so far
+        self.ended = False
+
+    def add(self, part: RangePart, keep_records: bool = True) -> int | None:
+        """Takes `part` (its records' line numbers become the file's); returns its line offset, or None
+        when the reading had ended before it. With `keep_records` False the records stay with the part."""
+        if self.ended:
+            return None
+        offset, stats = self.lines, self.stats
+        events = part.log.events
+        if not keep_records:
+            part.log.events = []
+        _add_log(self.log, part.log, offset)
+        if not keep_records:
+            for event in events:
+                event.line += offset
+            part.log.events = events
         stats.bytes += part.stats.bytes
         stats.problems.extend(part.stats.problems)
         stats.overlong_lines.extend((line + offset, size) for line, size in part.stats.overlong_lines)
@@ -96,12 +113,14 @@ def merge_logs(parts: list[RangePart]) -> tuple[LogResult, ReadStats, list[int]]
         stats.damaged = stats.damaged or part.stats.damaged
         stats.stopped_by = stats.stopped_by or part.stats.stopped_by
         stats.unterminated = part.stats.unterminated  # the last range holds the end of the input
-        offset += part.stats.lines
-        if stats.binary or stats.damaged or stats.stopped_by:
-            break
-    stats.lines = offset
-    merged.unrecognized = sorted(merged.unrecognized, key=lambda u: u.line)[:UNRECOGNIZED_KEEP]
-    return merged, stats, offsets
+        self.lines += part.stats.lines
+        self.ended = bool(stats.binary or stats.damaged or stats.stopped_by)
+        return offset
+
+    def result(self) -> tuple[LogResult, ReadStats]:
+        self.stats.lines = self.lines
+        self.log.unrecognized = sorted(self.log.unrecognized, key=lambda u: u.line)[:UNRECOGNIZED_KEEP]
+        return self.log, self.stats
 
 
 def _add_log(merged: LogResult, log: LogResult, offset: int) -> None:
