@@ -191,7 +191,7 @@ class LineShape:
 class Event:
     """One NCCL record that is not bulk. Fields are decoded from the raw line on first use."""
 
-    __slots__ = ("line", "raw", "shape", "_fields", "_origin")
+    __slots__ = ("line", "raw", "shape", "_fields", "_origin", "_text")
 
     def __init__(self, line: int, raw: bytes, shape: RecordShape) -> None:
         self.line = line
@@ -199,6 +199,7 @@ class Event:
         self.shape = shape
         self._fields: dict[str, Any] | None = None
         self._origin: Origin | None = None
+        self._text: str | None = None
 
     @property
     def family(self) -> str:
@@ -214,7 +215,11 @@ class Event:
 
     @property
     def text(self) -> str:
-        return clean(self.raw.decode("utf-8", "replace")).text
+        """The line as printed, less what a terminal added (the evidence of every fact it gives)."""
+        text = self._text
+        if text is None:
+            text = self._text = clean(self.raw.decode("utf-8", "replace")).text
+        return text
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -235,7 +240,8 @@ class Event:
 
     @property
     def host(self) -> str | None:
-        return self._host_pid()[0]
+        origin = self._origin  # read directly: the assembler asks every record several times
+        return (origin or self._host_pid())[0]
 
     def repair_host(self, host: str) -> None:
         """The host name this record lost, known from the other records of its process (same pid)."""
@@ -243,7 +249,8 @@ class Event:
 
     @property
     def pid(self) -> int | None:
-        return self._host_pid()[1]
+        origin = self._origin
+        return (origin or self._host_pid())[1]
 
     @property
     def tid(self) -> int | None:
@@ -268,6 +275,7 @@ class Event:
         self.line, self.raw, self.shape = state
         self._fields = None
         self._origin = None
+        self._text = None
 
 
 _SHAPE_SLOT = Event.__dict__["shape"]
@@ -302,6 +310,7 @@ class CoarseEvent(Event):
         self._template, self.shape = (None, shape) if isinstance(shape, RecordShape) else (shape, None)
         self._fields = None
         self._origin = None
+        self._text = None
 
 
 @dataclass
