@@ -160,9 +160,8 @@ def test_records_that_lost_their_host_name_read_in_ranges_give_the_case_one_proc
     monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
     lines = []
     for n in range(400):
-        lines.append(
-            f"node{n % 4}:{1000 + n % 4}:{1000 + n % 4} [{n % 4}] NCCL INFO Channel {n % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC"
-        )
+        origin = f"node{n % 4}:{1000 + n % 4}:{1000 + n % 4} [{n % 4}]"
+        lines.append(f"{origin} NCCL INFO Channel {n % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC")
     lines.append(":4242:4242 [0] NCCL INFO Using network IB")  # node9's record, host cut off
     lines += [f"node0:1000:1000 [0] NCCL INFO Channel {n % 32:02d}/1 : 0[0] -> 1[1] via P2P/IPC" for n in range(400)]
     lines += [
