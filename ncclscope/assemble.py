@@ -196,8 +196,8 @@ class Assembly:
         self._records = None
         walk.give(parsed.log.events)
         walk.end()
-        parsed.log.events = walk.given  # all of them, in line order (another assembly may read the input again)
-        _last_error_texts(parsed)
+        _last_error_texts(parsed, walk.given)
+        parsed.log.events = []  # assembled: the memory goes to the next input and to the output
         _add_connections(parsed, self._summary, self._edges)
 
     def finish(self) -> Case:
@@ -266,13 +266,13 @@ def _line_of(event: Event) -> int:
     return event.line
 
 
-def _last_error_texts(parsed: ParsedInput) -> None:
+def _last_error_texts(parsed: ParsedInput, events: list[Event]) -> None:
     """A framework's `Last error:` whose text, on the next line, is NCCL's WARN text: the log reader
     read that line as an NCCL message, so the framework reader never saw it."""
     waiting = {e.evidence.line + 1: e for e in parsed.framework if e.kind == "last_error" and not e.text}
     if not waiting:
         return
-    for event in parsed.log.events:
+    for event in events:
         quoted = waiting.get(event.line)
         if quoted is not None:
             quoted.text = strip_launcher_prefix(message_text(event))[1].strip()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -119,22 +120,23 @@ def read_files(
 
 
 class _InOrder:
-    """The inputs' assembly, input after input; kept so that it can start again when a file read in
-    ranges must be read whole after all (its records were already walked)."""
+    """The inputs' assembly, input after input. When a file read in ranges must be read whole after
+    all (split.py), the records of its first ranges were already walked: the assembly starts again,
+    reading the inputs before it once more (rare: a large file of mostly other programs' text)."""
 
     def __init__(self) -> None:
         self.assembly = Assembly()
-        self._added: list[ParsedInput] = []
+        self._items: list[InputFile] = []
 
-    def add(self, parsed: ParsedInput) -> None:
+    def add(self, item: InputFile, parsed: ParsedInput) -> None:
         self.assembly.add(parsed)
-        self._added.append(parsed)
+        self._items.append(item)
 
     def start_again(self) -> None:
         """Forgets the records given for the input not yet added."""
         self.assembly = Assembly()
-        for parsed in self._added:
-            self.assembly.add(parsed)
+        for item in self._items:
+            self.assembly.add(parse_input(item))
 
 
 def _read_all(
@@ -150,7 +152,7 @@ def _read_all(
                 if interrupts.requested() is not None:
                     unread.append(item.display)
                 else:
-                    inputs.add(parse_input(item, progress))
+                    inputs.add(item, parse_input(item, progress))
             return inputs.assembly.finish(), unread
         tasks = _tasks(files, workers)
         results = _pool_results(tasks, workers)
@@ -163,7 +165,7 @@ def _read_all(
                     if whole is None:
                         unread.append(item.display)
                     else:
-                        inputs.add(whole)  # type: ignore[arg-type]
+                        inputs.add(item, whole)  # type: ignore[arg-type]
                 else:
                     while end < len(tasks) and _continues(tasks[end]):
                         end += 1
@@ -201,13 +203,13 @@ def _join_ranges(
             taken += 1
     if read_whole:
         inputs.start_again()
-        inputs.add(parse_input(item))
+        inputs.add(item, parse_input(item))
         return True
     if not taken:
         return False
     if missing:
         joined.stopped_by(interrupts.requested())
-    inputs.add(joined.finish())
+    inputs.add(item, joined.finish())
     return True
 
 
@@ -219,17 +221,18 @@ def _pool_results(tasks: list[InputFile], workers: int) -> Generator[ParsedInput
     nccl_log._parser()  # build the grammar once; forked workers inherit it
     _keep_freed_memory()
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_ctrl_c)
-    futures = [pool.submit(_run_task, task) for task in tasks]
+    futures = deque(pool.submit(_run_task, task) for task in tasks)
     finished = False
     try:
-        for at, future in enumerate(futures):
+        while futures:
+            future = futures.popleft()  # the result is the reader's to keep or to let go
             try:
                 with interrupts.waiting_for_input():  # a stop request ends the wait at once
                     result = future.result()
             except interrupts.ReadingStopped:
                 kept = [
                     f.result() if f.done() and not f.cancelled() and f.exception() is None else None
-                    for f in futures[at:]
+                    for f in [future, *futures]
                 ]
                 _stop_workers(pool)
                 finished = True
@@ -242,10 +245,6 @@ def _pool_results(tasks: list[InputFile], workers: int) -> Generator[ParsedInput
             pool.shutdown(wait=True)
         else:  # an error, or the reader gave up: no worker is waited for
             _stop_workers(pool)
-
-
-def _done_result(future: Any) -> ParsedInput | RangePart | None:
-    return future.result() if future.done() and not future.cancelled() and future.exception() is None else None
 
 
 def _stop_workers(pool: Any) -> None:
