@@ -199,7 +199,7 @@ def _join_ranges(
         elif part.too_much_other:
             read_whole = True  # mostly text of other programs: read it whole (split.py)
         else:
-            inputs.assembly.give_records(item.display, joined.add(part, keep_records=False))
+            inputs.assembly.give_records(item.display, joined.add(part))
             taken += 1
     if read_whole:
         inputs.start_again()

@@ -207,30 +207,21 @@ def parse_range(item: InputFile) -> RangePart:
     return part
 
 
-def join_ranges(item: InputFile, parts: list[RangePart]) -> ParsedInput:
-    """The parsed ranges of one file as one input, as if read by one process."""
-    if any(part.too_much_other for part in parts):
-        return parse_input(item)  # mostly text of other programs: read it whole
-    joined = JoinedRanges(item)
-    for part in parts:
-        joined.add(part)
-    return joined.finish()
-
-
 class JoinedRanges:
     """The parsed ranges of one file joined in order as they come (see split.py). A range's records
-    may be taken away as it is joined (`add(part, keep_records=False)`, for the assembly to walk them
-    while later ranges are still parsed); its other lines go to the other readers at once."""
+    are handed back as it is joined, for the assembly to walk them while later ranges are still
+    parsed; its other lines go to the other readers at once. A range with more other lines than it
+    could keep (`too_much_other`) means the file is to be read whole instead (parse_input)."""
 
     def __init__(self, item: InputFile) -> None:
         self.item = item
         self._log = LogJoin()
         self._others = _OtherLines(item.display)
 
-    def add(self, part: RangePart, keep_records: bool = True) -> list[Event]:
-        """Joins `part`; returns its records (line numbers the file's) when they are not kept."""
-        offset = self._log.add(part, keep_records)
-        events = [] if keep_records or offset is None else part.log.events
+    def add(self, part: RangePart) -> list[Event]:
+        """Joins `part`; returns its records, line numbers the file's (none after the reading ended)."""
+        offset = self._log.add(part)
+        events = part.log.events if offset is not None else []
         part.log.events = []
         if offset is not None:
             for line_no, text in part.other:

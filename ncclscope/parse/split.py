@@ -92,20 +92,13 @@ class LogJoin:
         self.lines = 0  # lines of the parts taken so far
         self.ended = False
 
-    def add(self, part: RangePart, keep_records: bool = True) -> int | None:
-        """Takes `part` (its records' line numbers become the file's); returns its line offset, or None
-        when the reading had ended before it. With `keep_records` False the records stay with the part."""
+    def add(self, part: RangePart) -> int | None:
+        """Takes `part` (its records, left with it, get the file's line numbers); returns its line offset,
+        or None when the reading had ended before it."""
         if self.ended:
             return None
         offset, stats = self.lines, self.stats
-        events = part.log.events
-        if not keep_records:
-            part.log.events = []
         _add_log(self.log, part.log, offset)
-        if not keep_records:
-            for event in events:
-                event.line += offset
-            part.log.events = events
         stats.bytes += part.stats.bytes
         stats.problems.extend(part.stats.problems)
         stats.overlong_lines.extend((line + offset, size) for line, size in part.stats.overlong_lines)
@@ -124,9 +117,8 @@ class LogJoin:
 
 
 def _add_log(merged: LogResult, log: LogResult, offset: int) -> None:
-    for event in log.events:
+    for event in log.events:  # the records stay with the range's result: the reader walks them as they come
         event.line += offset
-    merged.events.extend(log.events)
     merged.nccl_lines += log.nccl_lines
     merged.lead_lines += log.lead_lines
     merged.recognized += log.recognized
