@@ -259,8 +259,8 @@ def _stop_workers(pool: Any) -> None:
 def _keep_freed_memory() -> None:
     """glibc gives freed memory back to the system at once and maps large blocks afresh: reading a
     large file frees and takes back hundreds of MB of blocks, and each page taken again costs a fault
-    (a third of the system time of a 100 MB read). Keeping it raises no peak: the memory was in use.
-    Elsewhere (musl, macOS) nothing changes."""
+    (a third of the system time of a 100 MB read). Kept memory counts in the peak: about 25 MB more
+    on the 1 GB mixed bench log (still under the 300 MB target). Elsewhere (musl, macOS) nothing changes."""
     try:
         import ctypes
 
