@@ -297,6 +297,34 @@ def test_lines_that_differ_only_in_values_reach_the_grammar_a_handful_of_times()
     assert parser.lark_parses <= 12, parser.lark_parses
 
 
+def test_an_opcount_that_looks_decimal_or_like_a_word_does_not_make_a_template_of_its_own() -> None:
+    """opCount is printed in hex: `7` and `d` are values of one field. The template learnt from the first
+    line must take hex digits in that column whatever its own value looked like; else each letter (`d`
+    reads as a word) needs a template of its own, per collective of the same length (AllGather and
+    Broadcast share a word skeleton), and once a word skeleton has its fill of templates, every further
+    line is parsed on its own (its pointers differ)."""
+    rng = random.Random(13)
+    lines, ops = [], []
+    for n in range(2_000):
+        op = rng.randrange(16)
+        pointers = [f"0x{rng.randrange(1 << 44, 1 << 45):x}" for _ in range(4)]
+        lines.append(
+            f"node{n % 90 + 10}:{rng.randint(10000, 99999)}:{rng.randint(10000, 99999)} [{n % 8}] NCCL INFO "
+            f"{rng.choice(['AllGather', 'Broadcast'])}: opCount {op:x} sendbuff {pointers[0]} "
+            f"recvbuff {pointers[1]} count 4096 datatype 7 op 0 root 0 comm {pointers[2]} [nranks=64] "
+            f"stream {pointers[3]}"
+        )
+        ops.append(op)
+    parser = NcclLogParser(lambda n, t: None)
+    parser.feed_block("\n".join(lines).encode(), 1)
+    result = parser.result
+    assert (result.recognized, dict(result.families)) == (2_000, {"coll_call": 2_000})
+    assert parser.shapes_made <= 4, parser.shapes_made  # one per collective, and the last line (_note_last)
+    for (_, pid, _), (calls, op, event) in result.coll_calls.items():
+        assert calls == 1 and op == ops[event.line - 1] == int(event.fields["op_count"], 16)
+        assert event.pid == pid
+
+
 def test_trace_lines_whose_numbers_vary_reach_the_grammar_a_handful_of_times() -> None:
     """A TRACE record's message is one free-text field: its numbers (sizes, channels, pointers, the
     elapsed time before the function) vary from line to line, its words do not."""

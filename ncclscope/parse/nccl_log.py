@@ -14,9 +14,10 @@ aggregated column-wise and never become per-line objects. Every other record bec
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,8 +184,14 @@ class LineShape:
         """Per column of the exemplar: a word that must stay, a number, or the host name (templates.py)."""
         if self._kind is None:
             prefix = [(name, span) for r in self.records for name, span in r.prefix.items()]
-            fields = [s for r in self.records for s in _spans_of(r.fields)]
-            self._kind = value_columns(self.exemplar, self.records[0].span[0] if self.records else 0, prefix, fields)
+            hex_names = _hex_fields()
+            fields: list[Span] = []
+            hex_fields: list[Span] = []
+            for record in self.records:
+                for name, span in _named_spans(record.fields, ""):
+                    (hex_fields if name in hex_names else fields).append(span)
+            first = self.records[0].span[0] if self.records else 0
+            self._kind = value_columns(self.exemplar, first, prefix, fields, hex_fields)
         return self._kind
 
 
@@ -404,6 +411,30 @@ def _spans_of(value: Any) -> list[Span]:
     if isinstance(value, list):
         return [s for v in value for s in _spans_of(v)]
     return []
+
+
+def _named_spans(value: Any, name: str) -> Iterator[tuple[str, Span]]:
+    """Every span of a field set with the name of the field that holds it."""
+    if isinstance(value, tuple):
+        yield name, value
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _named_spans(inner, key)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _named_spans(inner, name)
+
+
+@functools.cache
+def _hex_fields() -> frozenset[str]:
+    """The fields the grammar reads as bare hex digits (`op_count: HEXID`). A template must take hex
+    digits there even when its exemplar's value looks decimal (`opCount 7`): else the next call's
+    `opCount 1a` needs a template of its own, and past a few per skeleton every such line is parsed alone."""
+    names = {"hexid"}  # the token itself, where a rule uses it inline
+    for rule in _parser().rules:
+        if [getattr(symbol, "name", None) for symbol in rule.expansion] == ["HEXID"]:
+            names.add(str(rule.origin.name))
+    return frozenset(names)
 
 
 def span_text(chunk: bytes) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,15 +62,20 @@ class Template:
 
 
 def value_columns(
-    raw: bytes, first_record: int, prefix_spans: list[tuple[str, Span]], field_spans: list[Span]
+    raw: bytes,
+    first_record: int,
+    prefix_spans: list[tuple[str, Span]],
+    field_spans: list[Span],
+    hex_field_spans: Sequence[Span] = (),
 ) -> np.ndarray:
     """Per column of a parsed line: 0 fixed, 1 decimal digit, 2 hex digit, 3 free (the host name).
     `first_record` is where the first record begins (before it: a launcher's tag such as `[1,17]<stdout>:`),
-    `prefix_spans` are (name, span) of every record's prefix in order, `field_spans` every field.
+    `prefix_spans` are (name, span) of every record's prefix in order, `field_spans` every field but
+    those the grammar reads as hex digits alone, `hex_field_spans` (hex whatever the exemplar's digits).
     The spans are sorted into classes first and marked in a few whole-line passes (a `Trees` line
     has hundreds of fields)."""
     digit_spans: list[Span] = [(0, first_record)]  # rank numbers and times in a launcher's tag; its words stay
-    hex_spans: list[Span] = []
+    hex_spans: list[Span] = list(hex_field_spans)
     host: Span | None = None
     for name, span in prefix_spans:
         if name == "host":
