@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,8 +188,7 @@ class LineShape:
             fields: list[Span] = []
             hex_fields: list[Span] = []
             for record in self.records:
-                for name, span in _named_spans(record.fields, ""):
-                    (hex_fields if name in hex_names else fields).append(span)
+                _sort_spans(record.fields, "", hex_names, fields, hex_fields)
             first = self.records[0].span[0] if self.records else 0
             self._kind = value_columns(self.exemplar, first, prefix, fields, hex_fields)
         return self._kind
@@ -413,16 +412,16 @@ def _spans_of(value: Any) -> list[Span]:
     return []
 
 
-def _named_spans(value: Any, name: str) -> Iterator[tuple[str, Span]]:
-    """Every span of a field set with the name of the field that holds it."""
+def _sort_spans(value: Any, name: str, hex_names: frozenset[str], plain: list[Span], hexes: list[Span]) -> None:
+    """The spans of a field set into `hexes` (fields named in `hex_names`) and `plain` (the others)."""
     if isinstance(value, tuple):
-        yield name, value
+        (hexes if name in hex_names else plain).append(value)
     elif isinstance(value, dict):
         for key, inner in value.items():
-            yield from _named_spans(inner, key)
+            _sort_spans(inner, key, hex_names, plain, hexes)
     elif isinstance(value, list):
         for inner in value:
-            yield from _named_spans(inner, name)
+            _sort_spans(inner, name, hex_names, plain, hexes)
 
 
 @functools.cache
