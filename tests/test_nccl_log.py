@@ -325,6 +325,25 @@ def test_an_opcount_that_looks_decimal_or_like_a_word_does_not_make_a_template_o
         assert event.pid == pid
 
 
+def test_graph_channels_whose_bus_ids_look_decimal_or_not_share_a_template() -> None:
+    """A graph channel lists topology nodes (`GPU/0-18000`, `GPU/0-2a000`) in an order that turns with
+    the channel: their ids are hex, whether or not the exemplar's had a letter in that place."""
+    bus_ids = ["18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000"]
+    rng = random.Random(17)
+    lines = []
+    for n in range(1_000):
+        channel = rng.randrange(16)
+        hops = " ".join(f"GPU/0-{bus_ids[(channel + k) % 8]}" for k in range(8))
+        lines.append(
+            f"node{rng.randint(10, 99)}:{rng.randint(10000, 99999)}:{rng.randint(10000, 99999)} [{n % 8}] NCCL INFO "
+            f"{channel:2d} : NET/0-{channel % 4} {hops} NET/0-{channel % 4}"
+        )
+    parser = NcclLogParser(lambda n, t: None)
+    parser.feed_block("\n".join(lines).encode(), 1)
+    assert (parser.result.recognized, dict(parser.result.families)) == (1_000, {"graph_channel": 1_000})
+    assert parser.shapes_made <= 4, parser.shapes_made
+
+
 def test_trace_lines_whose_numbers_vary_reach_the_grammar_a_handful_of_times() -> None:
     """A TRACE record's message is one free-text field: its numbers (sizes, channels, pointers, the
     elapsed time before the function) vary from line to line, its words do not."""

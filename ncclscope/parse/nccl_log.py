@@ -424,14 +424,20 @@ def _sort_spans(value: Any, name: str, hex_names: frozenset[str], plain: list[Sp
             _sort_spans(inner, name, hex_names, plain, hexes)
 
 
+# Tokens whose ids NCCL prints in hex: an opCount (`%lx`), a bus id, a topology node (`GPU/0-18000`)
+HEX_ID_TOKENS = ("HEXID", "HEXID_PAIR", "NODE_REF")
+
+
 @functools.cache
 def _hex_fields() -> frozenset[str]:
-    """The fields the grammar reads as bare hex digits (`op_count: HEXID`). A template must take hex
-    digits there even when its exemplar's value looks decimal (`opCount 7`): else the next call's
-    `opCount 1a` needs a template of its own, and past a few per skeleton every such line is parsed alone."""
-    names = {"hexid"}  # the token itself, where a rule uses it inline
+    """The fields the grammar reads as one hex-id token (`op_count: HEXID`, `graph_hop: NODE_REF`). A
+    template must take hex digits in their ids even when its exemplar's look decimal (`opCount 7`,
+    `GPU/0-18000`): else the next line's `opCount 1a` or `GPU/0-2a000` needs a template of its own, and
+    past a few per word skeleton every such line is parsed alone."""
+    names = {token.lower() for token in HEX_ID_TOKENS}  # the token itself, where a rule uses it inline
     for rule in _parser().rules:
-        if [getattr(symbol, "name", None) for symbol in rule.expansion] == ["HEXID"]:
+        expansion = [getattr(symbol, "name", None) for symbol in rule.expansion]
+        if len(expansion) == 1 and expansion[0] in HEX_ID_TOKENS:
             names.add(str(rule.origin.name))
     return frozenset(names)
 

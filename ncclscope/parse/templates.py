@@ -28,6 +28,7 @@ TEMPLATES_PER_SKELETON = 8  # "[send]"/"[recv]", INFO/WARN, decimal/hex values: 
 _DECIMAL = re.compile(rb"-?[0-9]+(?:[./][0-9]+)*")
 _HEX = re.compile(rb"(?:0x)?[0-9a-fA-F]+")
 _WORD = re.compile(rb"[A-Za-z0-9]+")
+_HEX_WORD = re.compile(rb"[0-9a-fA-F]+")
 _IS_DIGIT = np.zeros(256, dtype=bool)
 _IS_DIGIT[ord("0") : ord("9") + 1] = True
 _IS_HEX = _IS_DIGIT.copy()
@@ -71,11 +72,14 @@ def value_columns(
     """Per column of a parsed line: 0 fixed, 1 decimal digit, 2 hex digit, 3 free (the host name).
     `first_record` is where the first record begins (before it: a launcher's tag such as `[1,17]<stdout>:`),
     `prefix_spans` are (name, span) of every record's prefix in order, `field_spans` every field but
-    those the grammar reads as hex digits alone, `hex_field_spans` (hex whatever the exemplar's digits).
+    those whose ids the grammar reads as hex, `hex_field_spans`: there every word of hex digits is hex,
+    whatever the exemplar's value looked like (`opCount 7`, `GPU/0-18000`).
     The spans are sorted into classes first and marked in a few whole-line passes (a `Trees` line
     has hundreds of fields)."""
     digit_spans: list[Span] = [(0, first_record)]  # rank numbers and times in a launcher's tag; its words stay
-    hex_spans: list[Span] = list(hex_field_spans)
+    hex_spans: list[Span] = []
+    for a, b in hex_field_spans:
+        hex_spans.extend(word.span() for word in _WORD.finditer(raw, a, b) if _HEX_WORD.fullmatch(word.group()))
     host: Span | None = None
     for name, span in prefix_spans:
         if name == "host":
