@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ncclscope.parse.nccl_log import LogResult, NcclLogParser
+from ncclscope.parse.nccl_log import LogResult, NcclLogParser, ShapeBook
 
 
 def parse(text: str) -> tuple[LogResult, list[tuple[int, str]]]:
@@ -342,6 +342,26 @@ def test_graph_channels_whose_bus_ids_look_decimal_or_not_share_a_template() -> 
     parser.feed_block("\n".join(lines).encode(), 1)
     assert (parser.result.recognized, dict(parser.result.families)) == (1_000, {"graph_channel": 1_000})
     assert parser.shapes_made <= 4, parser.shapes_made
+
+
+def test_warnings_naming_a_peer_host_share_one_template() -> None:
+    """A failing job's ranks each warn about the peer that went away (`... remote peer node096<42039>`):
+    the peer's name is part of the message, its digits vary like any number's. One template reads
+    them all; it is not learnt again and again for lines it cannot read."""
+    rng = random.Random(19)
+    lines = [
+        f"node{rng.randint(100, 999)}:{rng.randint(10000, 99999)}:{rng.randint(10000, 99999)} [{n % 8}] "
+        f"misc/socket.cc:51 NCCL WARN socketProgress: Connection closed by remote peer "
+        f"node{rng.randint(100, 999)}<{rng.randint(10000, 65535)}>"
+        for n in range(2_000)
+    ]
+    book = ShapeBook()
+    parser = NcclLogParser(lambda n, t: None, book)
+    parser.feed_block("\n".join(lines).encode(), 1)
+    assert parser.result.recognized == 2_000
+    read = sorted((e.line, e.fields["connection_closed"]["peer"]) for e in parser.result.events)
+    assert read == [(n + 1, line.rsplit(" ", 1)[1]) for n, line in enumerate(lines)]
+    assert max(len(templates) for templates in book.templates.values()) == 1
 
 
 def test_trace_lines_whose_numbers_vary_reach_the_grammar_a_handful_of_times() -> None:

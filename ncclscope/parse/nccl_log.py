@@ -625,7 +625,11 @@ class NcclLogParser:
             cache[skeleton] = shape
         if shape.plain and shape.recognized:
             known = self._templates.setdefault(word, [])
-            if len(known) < TEMPLATES_PER_SKELETON and len(shape.exemplar) == len(word):
+            if (
+                len(known) < TEMPLATES_PER_SKELETON
+                and len(shape.exemplar) == len(word)
+                and not any(t.shape is shape for t in known)  # the same template would refuse the same lines
+            ):
                 known.append(template_of(shape, shape.kind))
             if len(shape.records) == 1 and shape.records[0].family in COARSE_FAMILIES:
                 self._add_coarse(word, shape)

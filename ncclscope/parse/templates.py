@@ -126,7 +126,8 @@ def template_of(shape: Any, kind: np.ndarray) -> Template:
 def _classify(raw: bytes, span: Span, digit_spans: list[Span], hex_spans: list[Span]) -> None:
     """Sort a field's columns into decimal or hex when its exemplar text is a number; in a field of
     several words (a TRACE message, a free-text tail) each number among them, so that "Posted send of
-    512 bytes" and "... of 4096 bytes" share a parse. Words stay fixed."""
+    512 bytes" and "... of 4096 bytes" share a parse. Words stay fixed, but for their digits (a peer's
+    host name `node096`): the exact skeleton (digits -> 0) already gives `node012` the same shape."""
     a, b = span
     if b <= a:
         return
@@ -138,10 +139,10 @@ def _classify(raw: bytes, span: Span, digit_spans: list[Span], hex_spans: list[S
     else:
         for word in _WORD.finditer(text):
             start, end = a + word.start(), a + word.end()
-            if word.group().isdigit():
-                digit_spans.append((start, end))
-            elif _is_hex(word.group()):
+            if _is_hex(word.group()) and not word.group().isdigit():
                 hex_spans.append((start + 2 if word.group().startswith(b"0x") else start, end))
+            else:
+                digit_spans.append((start, end))  # only its digits become number columns
 
 
 def _is_hex(text: bytes) -> bool:
