@@ -14,6 +14,24 @@ def parse(text: str) -> tuple[LogResult, list[tuple[int, str]]]:
     return parser.result, others
 
 
+def fed(lines: list[str], book: ShapeBook | None = None) -> NcclLogParser:
+    """A parser that has read `lines` as one block (its counters say how it read them)."""
+    parser = NcclLogParser(lambda n, t: None, book)
+    parser.feed_block("\n".join(lines).encode(), 1)
+    return parser
+
+
+def coll_line(rng: random.Random, origin: str, call: str, sizes: str, pointer_bits: tuple[int, int]) -> str:
+    """A COLL line (`call`: "AllReduce: opCount 1f"; `sizes`: "count .. datatype .. op ..") with random
+    pointers of `pointer_bits` bits."""
+    low, high = pointer_bits
+    pointers = [f"0x{rng.randrange(1 << low, 1 << high):x}" for _ in range(4)]
+    return (
+        f"{origin} NCCL INFO {call} sendbuff {pointers[0]} recvbuff {pointers[1]} {sizes} root 0 "
+        f"comm {pointers[2]} [nranks=64] stream {pointers[3]}"
+    )
+
+
 def only_event(text: str):  # type: ignore[no-untyped-def]
     result, _ = parse(text)
     assert result.unrecognized_count == 0, result.unrecognized
@@ -277,16 +295,16 @@ def test_lines_that_differ_only_in_values_reach_the_grammar_a_handful_of_times()
         f"{rng.choice(['gpu', 'node', 'dgx'])}-{rng.choice('abcdefghxyz')}{rng.randint(0, 99):02d}" for _ in range(40)
     ]
     funcs = ["AllReduce", "AllGather", "ReduceScatter", "Broadcast"]
-    lines = []
-    for n in range(10_000):
-        rank = rng.randrange(8)
-        pointers = [f"0x{rng.randrange(1 << 40, 1 << 47):x}" for _ in range(4)]
-        lines.append(
-            f"{rng.choice(hosts)}:{rng.randint(900, 99999)}:{rng.randint(900, 99999)} [{rank}] NCCL INFO "
-            f"{rng.choice(funcs)}: opCount {n // 64:x} sendbuff {pointers[0]} recvbuff {pointers[1]} "
-            f"count {rng.choice([1, 1024, 262144, 33554432])} datatype {rng.randrange(10)} op {rng.randrange(4)} "
-            f"root 0 comm {pointers[2]} [nranks=64] stream {pointers[3]}"
+    lines = [
+        coll_line(
+            rng,
+            f"{rng.choice(hosts)}:{rng.randint(900, 99999)}:{rng.randint(900, 99999)} [{rng.randrange(8)}]",
+            f"{rng.choice(funcs)}: opCount {n // 64:x}",
+            f"count {rng.choice([1, 1024, 262144, 33554432])} datatype {rng.randrange(10)} op {rng.randrange(4)}",
+            (40, 47),
         )
+        for n in range(10_000)
+    ]
     others: list[tuple[int, str]] = []
     parser = NcclLogParser(lambda n, t: others.append((n, t)))
     parser.feed_block("\n".join(lines).encode(), 1)
@@ -304,19 +322,14 @@ def test_an_opcount_that_looks_decimal_or_like_a_word_does_not_make_a_template_o
     Broadcast share a word skeleton), and once a word skeleton has its fill of templates, every further
     line is parsed on its own (its pointers differ)."""
     rng = random.Random(13)
-    lines, ops = [], []
-    for n in range(2_000):
-        op = rng.randrange(16)
-        pointers = [f"0x{rng.randrange(1 << 44, 1 << 45):x}" for _ in range(4)]
-        lines.append(
-            f"node{n % 90 + 10}:{rng.randint(10000, 99999)}:{rng.randint(10000, 99999)} [{n % 8}] NCCL INFO "
-            f"{rng.choice(['AllGather', 'Broadcast'])}: opCount {op:x} sendbuff {pointers[0]} "
-            f"recvbuff {pointers[1]} count 4096 datatype 7 op 0 root 0 comm {pointers[2]} [nranks=64] "
-            f"stream {pointers[3]}"
-        )
-        ops.append(op)
-    parser = NcclLogParser(lambda n, t: None)
-    parser.feed_block("\n".join(lines).encode(), 1)
+    ops = [rng.randrange(16) for _ in range(2_000)]
+    origins = [
+        f"node{n % 90 + 10}:{rng.randint(10000, 99999)}:{rng.randint(10000, 99999)} [{n % 8}]" for n in range(2_000)
+    ]
+    calls = [f"{rng.choice(['AllGather', 'Broadcast'])}: opCount {op:x}" for op in ops]
+    parser = fed(
+        [coll_line(rng, o, c, "count 4096 datatype 7 op 0", (44, 45)) for o, c in zip(origins, calls, strict=True)]
+    )
     result = parser.result
     assert (result.recognized, dict(result.families)) == (2_000, {"coll_call": 2_000})
     assert parser.shapes_made <= 4, parser.shapes_made  # one per collective, and the last line (_note_last)
@@ -330,18 +343,15 @@ def test_graph_channels_whose_bus_ids_look_decimal_or_not_share_a_template() -> 
     the channel: their ids are hex, whether or not the exemplar's had a letter in that place."""
     bus_ids = ["18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000"]
     rng = random.Random(17)
-    lines = []
-    for n in range(1_000):
-        channel = rng.randrange(16)
+
+    def channel_line(dev: int, channel: int) -> str:
         hops = " ".join(f"GPU/0-{bus_ids[(channel + k) % 8]}" for k in range(8))
-        lines.append(
-            f"node{rng.randint(10, 99)}:{rng.randint(10000, 99999)}:{rng.randint(10000, 99999)} [{n % 8}] NCCL INFO "
-            f"{channel:2d} : NET/0-{channel % 4} {hops} NET/0-{channel % 4}"
-        )
-    parser = NcclLogParser(lambda n, t: None)
-    parser.feed_block("\n".join(lines).encode(), 1)
-    assert (parser.result.recognized, dict(parser.result.families)) == (1_000, {"graph_channel": 1_000})
+        origin = f"node{rng.randint(10, 99)}:{rng.randint(10000, 99999)}:{rng.randint(10000, 99999)} [{dev}]"
+        return f"{origin} NCCL INFO {channel:2d} : NET/0-{channel % 4} {hops} NET/0-{channel % 4}"
+
+    parser = fed([channel_line(n % 8, rng.randrange(16)) for n in range(1_000)])
     assert parser.shapes_made <= 4, parser.shapes_made
+    assert parser.result.recognized == parser.result.families["graph_channel"] == 1_000
 
 
 def test_warnings_naming_a_peer_host_share_one_template() -> None:
@@ -356,8 +366,7 @@ def test_warnings_naming_a_peer_host_share_one_template() -> None:
         for n in range(2_000)
     ]
     book = ShapeBook()
-    parser = NcclLogParser(lambda n, t: None, book)
-    parser.feed_block("\n".join(lines).encode(), 1)
+    parser = fed(lines, book)
     assert parser.result.recognized == 2_000
     read = sorted((e.line, e.fields["connection_closed"]["peer"]) for e in parser.result.events)
     assert read == [(n + 1, line.rsplit(" ", 1)[1]) for n, line in enumerate(lines)]
@@ -381,8 +390,7 @@ def test_trace_lines_whose_numbers_vary_reach_the_grammar_a_handful_of_times() -
             f"node{rng.randint(1, 128):03d}:{rng.randint(1000, 99999)}:{rng.randint(1000, 99999)} "
             f"[{rng.randrange(8)}] {rng.uniform(0, 5000):.6f} {functions[kind]} NCCL TRACE {messages[kind]()}"
         )
-    parser = NcclLogParser(lambda n, t: None)
-    parser.feed_block("\n".join(lines).encode(), 1)
+    parser = fed(lines)
     assert (parser.result.recognized, dict(parser.result.families)) == (3_000, {"trace": 3_000})
     assert parser.lark_parses <= 12, parser.lark_parses
 
@@ -403,8 +411,7 @@ def test_trees_lines_where_ranks_lack_a_parent_or_child_share_one_parse() -> Non
         origin = f"node{n % 128:03d}:{rng.randint(100, 99999)}:{rng.randint(100, 99999)} [{n % 8}]"
         lines.append(f"{origin} NCCL INFO Trees {entries}")
         expected.append(chains)
-    parser = NcclLogParser(lambda n, t: None)
-    parser.feed_block("\n".join(lines).encode(), 1)
+    parser = fed(lines)
     assert (parser.result.recognized, dict(parser.result.families)) == (400, {"trees": 400})
     assert parser.lark_parses <= 4, parser.lark_parses
     events = sorted(parser.result.events, key=lambda e: e.line)
@@ -465,8 +472,7 @@ def test_a_line_like_a_coll_line_but_for_one_word_is_not_read_as_one() -> None:
     lines, _ = _coll_lines(rng, 3_000, [("node7", 4242, "0xabc")])
     odd = lines[2_500].replace(" recvbuff ", " recvbuf ").replace(" count ", " cnt ")
     lines[2_500] = odd
-    parser = NcclLogParser(lambda n, t: None)
-    parser.feed_block("\n".join(lines).encode(), 1)
+    parser = fed(lines)
     result = parser.result
     assert result.families["coll_call"] == 2_999
     assert result.coll_calls[("node7", 4242, "0xabc")][0] == 2_999
