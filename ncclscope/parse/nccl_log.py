@@ -36,8 +36,6 @@ from ncclscope.normalize import (
 )
 from ncclscope.parse.coarse import (
     COARSE_FAMILIES,
-    DECIMAL,
-    HEX,
     BlockWords,
     CoarseTemplate,
     span_words,
@@ -402,16 +400,6 @@ def _shift(value: Any, mapper: Callable[[int, int], Span]) -> Any:
     return value
 
 
-def _spans_of(value: Any) -> list[Span]:
-    if isinstance(value, tuple):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _spans_of(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _spans_of(v)]
-    return []
-
-
 def _sort_spans(value: Any, name: str, hex_names: frozenset[str], plain: list[Span], hexes: list[Span]) -> None:
     """The spans of a field set into `hexes` (fields named in `hex_names`) and `plain` (the others)."""
     if isinstance(value, tuple):
@@ -422,6 +410,13 @@ def _sort_spans(value: Any, name: str, hex_names: frozenset[str], plain: list[Sp
     elif isinstance(value, list):
         for inner in value:
             _sort_spans(inner, name, hex_names, plain, hexes)
+
+
+def _spans_of(value: Any) -> list[Span]:
+    """Every span of a field set."""
+    spans: list[Span] = []
+    _sort_spans(value, "", frozenset(), spans, spans)
+    return spans
 
 
 # Tokens whose ids NCCL prints in hex: an opCount (`%lx`), a bus id, a topology node (`GPU/0-18000`)
@@ -1311,8 +1306,6 @@ def _coarse_template(shape: LineShape) -> CoarseTemplate | None:
         if words is None or (name in ("pid", "op_count") and words[0] != words[1]):
             return None
         fields[name] = words
-    if classes[fields["op_count"][0]] == DECIMAL:
-        classes[fields["op_count"][0]] = HEX  # %lx: "opCount 9" and "opCount 1f" are one kind of line
     return CoarseTemplate(record, exemplar, classes, fields, _MoveRecord(shape))
 
 
