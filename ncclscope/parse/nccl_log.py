@@ -244,8 +244,7 @@ class Event:
 
     @property
     def host(self) -> str | None:
-        origin = self._origin  # read directly: the assembler asks every record several times
-        return (origin or self._host_pid())[0]
+        return self._host_pid()[0]
 
     def repair_host(self, host: str) -> None:
         """The host name this record lost, known from the other records of its process (same pid)."""
@@ -253,8 +252,7 @@ class Event:
 
     @property
     def pid(self) -> int | None:
-        origin = self._origin
-        return (origin or self._host_pid())[1]
+        return self._host_pid()[1]
 
     @property
     def tid(self) -> int | None:
