@@ -6,7 +6,6 @@ on stderr names it) or a usage error; 3 an internal error (a one-line message, n
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -76,11 +75,9 @@ def read_case(paths: list[str], jobs: int | None):  # type: ignore[no-untyped-de
     """ncclscope.reading.read_case, imported when a command reads (the parser is the heavy part)."""
     from ncclscope.reading import read_case as read
 
-    outcome = read(paths, jobs)
     # A command runs once and exits: what was read lives to the end, so the collector need not walk
     # it again while the rules and the output run (a large Case is millions of objects).
-    gc.freeze()
-    return outcome
+    return read(paths, jobs, kept_to_exit=True)
 
 
 def _read(paths: list[str], jobs: int | None, redact: bool):  # type: ignore[no-untyped-def]
