@@ -24,8 +24,25 @@ def main() -> None:
     # pydantic looks for plugins among the entry points of every installed package on the first model
     # it builds (importlib.metadata, ~13 ms in a venv with torch); the command line uses none
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if len(sys.argv) > 1 and not {"--help", "-h"} & set(sys.argv):  # a command that may read inputs
+        _load_numpy_single_threaded()
     from ncclscope.cli import main as run_cli
 
     gc.freeze()
     gc.enable()
     run_cli()
+
+
+def _load_numpy_single_threaded() -> None:
+    """numpy's OpenBLAS starts a thread per core as it loads, and each spins for about 0.1 s of CPU
+    time waiting for work that never comes: ncclscope does no linear algebra, and on 2 cores that
+    time is taken from the parser. The variable is set only while numpy loads (OpenBLAS reads it
+    then): the jobs that `ncclscope run` starts inherit os.environ, and they may want their threads."""
+    added = "OPENBLAS_NUM_THREADS" not in os.environ
+    if added:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        if added:
+            del os.environ["OPENBLAS_NUM_THREADS"]

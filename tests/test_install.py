@@ -63,3 +63,31 @@ def test_built_wheel_parses_from_another_directory(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert "100.0%" in run.stdout
+
+
+NUMPY_THREADS_PROBE = """
+import os
+from ncclscope.entry import _load_numpy_single_threaded
+_load_numpy_single_threaded()
+print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
+@pytest.mark.parametrize(("user_value", "printed"), [(None, "1 None"), ("3", "3")])
+def test_numpy_loads_without_blas_threads_and_leaves_the_environment_as_it_was(
+    user_value: str | None, printed: str
+) -> None:
+    """The command line loads numpy with one BLAS thread (spinning helpers cost CPU the parser needs),
+    but the jobs `ncclscope run` starts inherit os.environ: the variable is not left behind, and a
+    value the user set is theirs."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_value
+    out = subprocess.run(
+        [sys.executable, "-c", NUMPY_THREADS_PROBE], env=env, capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout.split()
+    if user_value is None:
+        assert out == printed.split()  # the main thread alone
+    else:
+        assert out[1] == printed  # the user's value stays; their thread count is theirs
