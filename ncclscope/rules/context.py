@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from ncclscope.model import BandwidthJudgement, Case, Communicator, EnvSetting, Evidence, NcclMessage, Platform
 
@@ -67,6 +68,9 @@ class Context:
     platform: Platform = field(default_factory=Platform)
     bandwidth: list[BandwidthJudgement] = field(default_factory=list)
     not_judged: list[NotJudged] = field(default_factory=list)
+    # views of the Case that several rules read, built once per analysis (net_common.host_nets ...):
+    # a large job has tens of thousands of connection edges and GDR reports to sort by host
+    derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def cannot_judge(self, code: str, what: str, evidence: Iterable[Evidence] = ()) -> None:
         self.not_judged.append(NotJudged(code, what, list(evidence)))

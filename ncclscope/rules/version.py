@@ -66,7 +66,7 @@ def jobs(ctx: Context) -> list[Job]:
 
     Processes that nothing links to another process are left out: their job is unknown.
     """
-    cached = getattr(ctx, "_ncclscope_jobs", None)
+    cached = ctx.derived.get("jobs")
     if cached is not None:
         return cached
     uf = _UnionFind()
@@ -100,7 +100,7 @@ def jobs(ctx: Context) -> list[Job]:
         job.evidence = {m: evidence[m] for m in members if m in evidence}
         result.append(job)
     result.sort(key=lambda j: (j.hosts, len(j.processes)))
-    ctx._ncclscope_jobs = result  # type: ignore[attr-defined]
+    ctx.derived["jobs"] = result
     return result
 
 
