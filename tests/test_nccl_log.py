@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
 import random
 
-from ncclscope.parse.nccl_log import LogResult, NcclLogParser, ShapeBook
+from ncclscope.parse.nccl_log import Event, LogResult, NcclLogParser, ShapeBook
 
 
 def parse(text: str) -> tuple[LogResult, list[tuple[int, str]]]:
@@ -476,3 +477,34 @@ def test_a_line_like_a_coll_line_but_for_one_word_is_not_read_as_one() -> None:
     result = parser.result
     assert result.families["coll_call"] == 2_999
     assert result.coll_calls[("node7", 4242, "0xabc")][0] == 2_999
+
+
+def test_a_range_result_pickled_as_columns_gives_back_every_record_in_its_place() -> None:
+    """A worker's LogResult sends its records as columns; the records read by a coarse template (another
+    kind of Event) go whole and come back where they were."""
+    rng = random.Random(7)
+    lines = [
+        "node1:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+        "node1:100:100 [0] NCCL INFO cudaDriverVersion 12040",
+        *(
+            coll_line(
+                rng,
+                f"node1:{100 + k % 4}:{100 + k % 4} [{k % 4}]",
+                f"AllReduce: opCount {k:x}",
+                "count 1024 datatype 7 op 0",
+                (20, 48),
+            )
+            for k in range(400)
+        ),
+        "node1:101:101 [1] NCCL INFO NCCL_IB_DISABLE set by environment to 1.",
+    ]
+    result = fed(lines).result
+    coarse = [entry[2] for entry in result.coll_calls.values() if type(entry[2]) is not Event]
+    assert coarse, "no COLL line was read by a coarse template: widen the pointers"
+    result.events.insert(1, coarse[0])
+    back = pickle.loads(pickle.dumps(result))
+    assert [type(e) for e in back.events] == [type(e) for e in result.events]
+    assert [(e.line, e.raw, e.family, e.fields, e.host, e.pid) for e in back.events] == [
+        (e.line, e.raw, e.family, e.fields, e.host, e.pid) for e in result.events
+    ]
+    assert back.families == result.families and back.coll_calls.keys() == result.coll_calls.keys()
