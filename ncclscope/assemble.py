@@ -875,8 +875,8 @@ def _add_coll_calls(b: _Builder) -> None:
         for (host, pid, pointer), (count, op, event) in calls.items():
             key = ("", host or "", pid if pid >= 0 else None, pointer)
             comm = b.comm_by_pointer.get(key)
-            f = event.fields
-            dtype = str(f.get("datatype"))
+            f = event.field
+            dtype = str(f("datatype"))
             b.case.coll_calls.append(
                 CollCalls(
                     communicator=comm.id if comm else None,
@@ -884,10 +884,10 @@ def _add_coll_calls(b: _Builder) -> None:
                     pid=key[2],
                     comm=pointer,
                     rank=b.rank_by_pointer.get(key),
-                    nranks=as_int(f.get("nranks")),
+                    nranks=as_int(f("nranks")),
                     calls=count,
                     last_op_count=op,
-                    last_call=f"{f.get('func_name')} of {f.get('count')} {DATATYPES.get(dtype, f'datatype {dtype}')}",
+                    last_call=f"{f('func_name')} of {f('count')} {DATATYPES.get(dtype, f'datatype {dtype}')}",
                     evidence=_evidence(path, event),
                 )
             )

@@ -508,3 +508,19 @@ def test_a_range_result_pickled_as_columns_gives_back_every_record_in_its_place(
         (e.line, e.raw, e.family, e.fields, e.host, e.pid) for e in result.events
     ]
     assert back.families == result.families and back.coll_calls.keys() == result.coll_calls.keys()
+
+
+def test_one_field_read_alone_is_the_field_the_whole_record_decodes() -> None:
+    rng = random.Random(3)
+    lines = [
+        coll_line(rng, "node1:100:100 [0]", "Broadcast: opCount 2a", "count 96 datatype 9 op 0", (30, 47)),
+        "node1:100:100 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB eth0:10.0.0.1<0>",
+        "node1:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+    ]
+    parser = fed(lines)
+    events = [*parser.result.events, *(entry[2] for entry in parser.result.coll_calls.values())]
+    assert len(events) >= 2
+    for event in events:
+        alone = {name: event.field(name) for name in event.shape.fields}  # before any whole decoding
+        assert alone == event.fields, event.raw
+        assert event.field("no_such_field") is None
