@@ -833,9 +833,15 @@ def _add_connections(parsed: ParsedInput, summary: ConnectionSummary, edges: dic
             entry[0] += count
 
 
+def _edge_order(item: tuple[tuple, list]) -> tuple:
+    """Edges by source, host, pid, transport, direction, ranks, NIC and proxy; a missing host first."""
+    key = item[0][:9]
+    return key if None not in key else tuple("" if v is None else v for v in key)
+
+
 def _edge_models(edges: dict[tuple, list]) -> list[Connection]:
     out = []
-    ordered = sorted(edges.items(), key=lambda item: tuple("" if v is None else v for v in item[0][:9]))
+    ordered = sorted(edges.items(), key=_edge_order)
     for full, (count, line, raw) in ordered[:EDGE_LIMIT]:
         path, host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, from_dev, to_dev = full
         # NET edges are keyed by the local rank (whose NIC it is): the remote rank is kept apart as peer_rank
