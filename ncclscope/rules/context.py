@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from ncclscope.model import BandwidthJudgement, Case, Communicator, EnvSetting, Evidence, NcclMessage, Platform
 
 # GPUs of one host on NVIDIA's 8-GPU HGX/DGX boards (A100, H100, H200, B200) and most cloud GPU VMs;
 # a communicator of more ranks, on one host in the inputs, most likely has ranks elsewhere (DGX-2 had 16)
 GPUS_PER_HOST = 8
+
+T = TypeVar("T")
 
 EVIDENCE_SHOWN = 5  # representative lines per finding; the count says how many there are
 
@@ -68,12 +70,19 @@ class Context:
     platform: Platform = field(default_factory=Platform)
     bandwidth: list[BandwidthJudgement] = field(default_factory=list)
     not_judged: list[NotJudged] = field(default_factory=list)
-    # views of the Case that several rules read, built once per analysis (net_common.host_nets ...):
-    # a large job has tens of thousands of connection edges and GDR reports to sort by host
+    # views of the Case that several rules read (once): see `once`
     derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def cannot_judge(self, code: str, what: str, evidence: Iterable[Evidence] = ()) -> None:
         self.not_judged.append(NotJudged(code, what, list(evidence)))
+
+    def once(self, name: str, build: Callable[[Context], T]) -> T:
+        """`build(self)`, built once per analysis for the rules that read it (net_common.host_nets ...,
+        which live beside their rules): a large job has tens of thousands of edges to sort by host.
+        What it returns is shared, so its readers leave it as it is."""
+        if name not in self.derived:
+            self.derived[name] = build(self)
+        return self.derived[name]
 
     # ------------------------------------------------------------------------------ evidence
     @cached_property

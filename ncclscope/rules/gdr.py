@@ -87,10 +87,7 @@ class HostGdr:
 def host_gdr(ctx: Context) -> dict[str, HostGdr]:
     """GDR evidence of the hosts that use (or only list) an RDMA network; Socket-only hosts are left out.
     Built once per analysis (two rules read it); the entries are read only."""
-    known = ctx.derived.get("host_gdr")
-    if known is None:
-        known = ctx.derived["host_gdr"] = _host_gdr(ctx)
-    return dict(known)
+    return dict(ctx.once("host_gdr", _host_gdr))
 
 
 def _host_gdr(ctx: Context) -> dict[str, HostGdr]:

@@ -124,10 +124,7 @@ class HostNet:
 def host_nets(ctx: Context) -> dict[str, HostNet]:
     """Per host (by name, in order): networks, NET connection edges and NET devices. Built once per
     analysis; each caller gets its own dict (host_gdr adds to it) of the shared entries, which are read only."""
-    known = ctx.derived.get("host_nets")
-    if known is None:
-        known = ctx.derived["host_nets"] = _host_nets(ctx)
-    return dict(known)
+    return dict(ctx.once("host_nets", _host_nets))
 
 
 def _host_nets(ctx: Context) -> dict[str, HostNet]:
@@ -149,10 +146,7 @@ def _host_nets(ctx: Context) -> dict[str, HostNet]:
 def rank_index(ctx: Context) -> dict[tuple[str | None, int | None, int | None], int]:
     """(host, pid, cudaDev) -> rank, from the communicators' Init lines (the largest communicator wins,
     so ranks are global ranks rather than ranks of split communicators). Built once per analysis; read only."""
-    known = ctx.derived.get("rank_index")
-    if known is None:
-        known = ctx.derived["rank_index"] = _rank_index(ctx)
-    return known
+    return ctx.once("rank_index", _rank_index)
 
 
 def _rank_index(ctx: Context) -> dict[tuple[str | None, int | None, int | None], int]:

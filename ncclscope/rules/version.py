@@ -64,11 +64,12 @@ def proc_key(p: Process) -> ProcKey:
 def jobs(ctx: Context) -> list[Job]:
     """Groups of at least two processes linked by a shared commId or nccl-tests run.
 
-    Processes that nothing links to another process are left out: their job is unknown.
+    Processes that nothing links to another process are left out: their job is unknown. Built once per analysis.
     """
-    cached = ctx.derived.get("jobs")
-    if cached is not None:
-        return cached
+    return ctx.once("jobs", _jobs)
+
+
+def _jobs(ctx: Context) -> list[Job]:
     uf = _UnionFind()
     known = {proc_key(p): p for p in ctx.case.processes if p.host or p.pid is not None}
     comm_of: dict[ProcKey, set[str]] = defaultdict(set)
@@ -100,7 +101,6 @@ def jobs(ctx: Context) -> list[Job]:
         job.evidence = {m: evidence[m] for m in members if m in evidence}
         result.append(job)
     result.sort(key=lambda j: (j.hosts, len(j.processes)))
-    ctx.derived["jobs"] = result
     return result
 
 
