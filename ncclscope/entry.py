@@ -10,6 +10,9 @@ import gc
 import os
 import sys
 
+# commands that never load numpy (help neither): they need not pay for loading it early
+WITHOUT_NUMPY = frozenset({"schema", "version"})
+
 
 def main() -> None:
     if sys.argv[1:] in (["--version"], ["-V"]):
@@ -24,7 +27,7 @@ def main() -> None:
     # pydantic looks for plugins among the entry points of every installed package on the first model
     # it builds (importlib.metadata, ~13 ms in a venv with torch); the command line uses none
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    if len(sys.argv) > 1 and not {"--help", "-h"} & set(sys.argv):  # a command that may read inputs
+    if len(sys.argv) > 1 and sys.argv[1] not in WITHOUT_NUMPY and not {"--help", "-h"} & set(sys.argv):
         _load_numpy_single_threaded()
     from ncclscope.cli import main as run_cli
 
