@@ -4,7 +4,6 @@ Exit status: 0 ok; 1 `analyze` found something at or above --fail-on; 2 unusable
 on stderr names it) or a usage error; 3 an internal error (a one-line message, never a traceback).
 """
 
-from __future__ import annotations
 
 import json
 import os

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import types
 
 # commands that never load numpy (help neither): they need not pay for loading it early
 WITHOUT_NUMPY = frozenset({"schema", "version"})
@@ -26,7 +27,8 @@ def main() -> None:
     gc.disable()
     # pydantic looks for plugins among the entry points of every installed package on the first model
     # it builds (importlib.metadata, ~13 ms in a venv with torch); the command line uses none
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__") == "__all__":
+        _pydantic_plugin_loader_that_finds_none()
     if len(sys.argv) > 1 and sys.argv[1] not in WITHOUT_NUMPY and not {"--help", "-h"} & set(sys.argv):
         _load_numpy_single_threaded()
     from ncclscope.cli import main as run_cli
@@ -34,6 +36,18 @@ def main() -> None:
     gc.freeze()
     gc.enable()
     run_cli()
+
+
+def _pydantic_plugin_loader_that_finds_none() -> None:
+    """With every plugin disabled, pydantic's plugin loader finds none, but importing it still loads
+    importlib.metadata and email (10 ms on every command that reads, against a 0.4 s start-up target): a
+    loader that finds none stands in, for this process only (a program that imports ncclscope.api keeps
+    pydantic's own), and only while pydantic has not loaded its own."""
+    name = "pydantic.plugin._loader"
+    if name not in sys.modules:
+        stand_in = types.ModuleType(name, "ncclscope's stand-in: every pydantic plugin is disabled")
+        stand_in.get_plugins = tuple  # type: ignore[attr-defined]  # get_plugins() -> (): no plugin
+        sys.modules[name] = stand_in
 
 
 def _load_numpy_single_threaded() -> None:

@@ -1,6 +1,5 @@
 """`ncclscope fleet`: wiring only (fleet.py judges, render/fleet.py writes)."""
 
-from __future__ import annotations
 
 import sys
 from enum import Enum

@@ -34,6 +34,17 @@ SourceKind = Literal[
 ]
 
 
+def new_list() -> list[Any]:
+    """A default factory. Pydantic asks each factory for its signature (does it take the validated data?),
+    and for the builtins `list` and `dict` inspect parses a text signature: 70 us a field, 130 fields."""
+    return []
+
+
+def new_dict() -> dict[Any, Any]:
+    """A default factory (see new_list)."""
+    return {}
+
+
 class Record(BaseModel):
     """Base of the models here. Pydantic gives every instance a set of its own: the names of the fields
     its constructor was given (`model_fields_set`, read by `exclude_unset`). ncclscope never asks it,
@@ -82,14 +93,14 @@ class Source(Record):
     """One input (file, stdin, member of a directory) and how much of it was understood."""
 
     path: str
-    kinds: list[SourceKind] = Field(default_factory=list, description="What the input holds.")
+    kinds: list[SourceKind] = Field(default_factory=new_list, description="What the input holds.")
     lines: int = Field(0, description="Physical lines read.")
     bytes: int = 0
     nccl_lines: int = Field(0, description="Lines holding at least one NCCL log record (or a bare NCCL message).")
     recognized: int = Field(0, description="NCCL lines whose records were all understood.")
     unrecognized_count: int = Field(0, description="NCCL lines with at least one record not understood.")
     unrecognized: list[UnrecognizedLine] = Field(
-        default_factory=list, description="The first unrecognised NCCL lines (at most 50)."
+        default_factory=new_list, description="The first unrecognised NCCL lines (at most 50)."
     )
     cut_records: int = Field(
         0, description="Records cut right after their prefix by another writer (no message left to read)."
@@ -101,10 +112,10 @@ class Source(Record):
         0, description="Framework lines about NCCL that were not understood (listed in `unrecognized`)."
     )
     invalid_utf8_lines: int = Field(0, description="Lines that were not valid UTF-8 (decoded with replacement).")
-    families: dict[str, int] = Field(default_factory=dict, description="Count of NCCL records per message family.")
-    problems: list[str] = Field(default_factory=list, description="Why this input was partly or wholly unusable.")
+    families: dict[str, int] = Field(default_factory=new_dict, description="Count of NCCL records per message family.")
+    problems: list[str] = Field(default_factory=new_list, description="Why this input was partly or wholly unusable.")
     truncated: list[str] = Field(
-        default_factory=list,
+        default_factory=new_list,
         description="Why the input looks cut: it stops inside a listing or in a cut record, or lines were elided.",
     )
     ends_cut: bool = Field(False, description="The input stops inside a listing or in a cut record.")
@@ -124,7 +135,7 @@ class NetDevice(Record):
     port: int | None = None
     link_layer: str | None = Field(None, description="IB, RoCE or UNSPECIFIED (NET/IB only).")
     address: str | None = Field(None, description="Socket address (NET/Socket only).")
-    members: list[str] = Field(default_factory=list, description="Physical NICs of a merged (virtual) device.")
+    members: list[str] = Field(default_factory=new_list, description="Physical NICs of a merged (virtual) device.")
     rail: int | None = None
     plane: int | None = None
     evidence: Evidence
@@ -139,9 +150,9 @@ class EnvSetting(Record):
     origin: Literal["log", "command_line"] = Field(
         "log", description="log: NCCL reported it; command_line: a launcher or shell line in the inputs sets it."
     )
-    hosts: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=new_list)
     processes: int = Field(0, description="How many processes reported it.")
-    pids: list[int] = Field(default_factory=list, description="The processes (pids) that reported it.")
+    pids: list[int] = Field(default_factory=new_list, description="The processes (pids) that reported it.")
     evidence: Evidence
 
 
@@ -165,7 +176,7 @@ class NcclMessage(Record):
     timestamp: str | None = None
     message: str
     fields: dict[str, str | bool | int | float | None] = Field(
-        default_factory=dict, description="The record's one-token fields, by the grammar's names (flags are true)."
+        default_factory=new_dict, description="The record's one-token fields, by the grammar's names (flags are true)."
     )
     evidence: Evidence
 
@@ -258,7 +269,7 @@ class P2pReport(Origin):
         "P2P between dev a and dev b`; disabled_on_nvlink: `P2P is disabled between NVLINK connected GPUs a and b`."
     )
     supported: bool | None = None
-    devices: list[str] = Field(default_factory=list, description="The two devices, as printed.")
+    devices: list[str] = Field(default_factory=new_list, description="The two devices, as printed.")
     evidence: Evidence
 
 
@@ -344,25 +355,25 @@ class Process(Record):
     source: str
     nccl_version: str | None = None
     cuda_driver_version: int | None = None
-    cuda_devs: list[int] = Field(default_factory=list)
-    ranks: list[int] = Field(default_factory=list)
+    cuda_devs: list[int] = Field(default_factory=new_list)
+    ranks: list[int] = Field(default_factory=new_list)
     network: str | None = Field(None, description="`Using network X`.")
     bootstrap_interface: str | None = None
     net_plugin: str | None = Field(None, description="What the NET plugin lines say (loaded name or internal).")
     evidence: dict[str, Evidence] = Field(
-        default_factory=dict, description="The line behind each field above (nccl_version, network ...)."
+        default_factory=new_dict, description="The line behind each field above (nccl_version, network ...)."
     )
 
 
 class Host(Record):
     name: str
     processes: int
-    ranks: list[int] = Field(default_factory=list)
-    nccl_versions: list[str] = Field(default_factory=list)
-    cuda_driver_versions: list[int] = Field(default_factory=list)
-    networks: list[str] = Field(default_factory=list)
-    net_plugins: list[str] = Field(default_factory=list)
-    bootstrap_interfaces: list[str] = Field(default_factory=list)
+    ranks: list[int] = Field(default_factory=new_list)
+    nccl_versions: list[str] = Field(default_factory=new_list)
+    cuda_driver_versions: list[int] = Field(default_factory=new_list)
+    networks: list[str] = Field(default_factory=new_list)
+    net_plugins: list[str] = Field(default_factory=new_list)
+    bootstrap_interfaces: list[str] = Field(default_factory=new_list)
     gdr: Literal["on", "off", "mixed", "unknown"] = Field(
         "unknown", description="GPUDirect RDMA as shown by the NET connection lines and GDR messages."
     )
@@ -391,16 +402,16 @@ class Communicator(Record):
     color: int | None = Field(None, description="ncclCommSplit: the color its ranks asked for.")
     nranks: int | None = None
     nnodes: int | None = None
-    ranks: list[CommRank] = Field(default_factory=list)
+    ranks: list[CommRank] = Field(default_factory=new_list)
     ranks_started: int = 0
     ranks_completed: int = 0
     channels: int | None = Field(None, description="From the `N coll channels` line.")
     nvls_channels: int | None = None
     p2p_channels: int | None = None
-    rings: dict[int, list[int]] = Field(default_factory=dict, description="Ring order per channel (rank 0's view).")
+    rings: dict[int, list[int]] = Field(default_factory=new_dict, description="Ring order per channel (rank 0's view).")
     rings_truncated: bool = False
-    trees: dict[int, list[str]] = Field(default_factory=dict, description="Per rank, `Trees` entries.")
-    init_seconds: dict[int, float] = Field(default_factory=dict, description="Init timings total per rank.")
+    trees: dict[int, list[str]] = Field(default_factory=new_dict, description="Per rank, `Trees` entries.")
+    init_seconds: dict[int, float] = Field(default_factory=new_dict, description="Init timings total per rank.")
     evidence: Evidence | None = None
 
 
@@ -409,7 +420,7 @@ class ConnectionSummary(Record):
 
     total: int = 0
     by_transport: dict[str, int] = Field(
-        default_factory=dict, description="e.g. P2P/CUMEM, SHM, NET/IB, NET/Socket, COLLNET, counts of lines."
+        default_factory=new_dict, description="e.g. P2P/CUMEM, SHM, NET/IB, NET/Socket, COLLNET, counts of lines."
     )
     net_with_gdr: int = 0
     net_without_gdr: int = 0
@@ -419,7 +430,7 @@ class ConnectionSummary(Record):
         description="A NET line between two ranks on the same device number (0[18000] -> 1[18000]): two ranks "
         "cannot share a GPU, so the job spans hosts even when every line carries one host name.",
     )
-    examples: dict[str, Evidence] = Field(default_factory=dict, description="First line of each transport.")
+    examples: dict[str, Evidence] = Field(default_factory=new_dict, description="First line of each transport.")
 
 
 class Connection(Record):
@@ -452,17 +463,17 @@ class TopologyMatrix(Record):
     source: str
     line: int = Field(description="Line of the header row.")
     devices: list[str] = Field(description="Column names in order: GPU0.., NIC0../mlx5_0..")
-    gpus: list[str] = Field(default_factory=list)
-    nics: list[str] = Field(default_factory=list)
+    gpus: list[str] = Field(default_factory=new_list)
+    nics: list[str] = Field(default_factory=new_list)
     links: dict[str, dict[str, str]] = Field(
         description="links[from][to] = the legend token: X, NV12, PIX, PXB, PHB, NODE, SYS, SOC."
     )
-    cpu_affinity: dict[str, str] = Field(default_factory=dict)
-    numa_affinity: dict[str, str] = Field(default_factory=dict)
-    gpu_numa_id: dict[str, str] = Field(default_factory=dict)
-    nic_names: dict[str, str] = Field(default_factory=dict, description="NIC Legend: NIC0 -> mlx5_0.")
+    cpu_affinity: dict[str, str] = Field(default_factory=new_dict)
+    numa_affinity: dict[str, str] = Field(default_factory=new_dict)
+    gpu_numa_id: dict[str, str] = Field(default_factory=new_dict)
+    nic_names: dict[str, str] = Field(default_factory=new_dict, description="NIC Legend: NIC0 -> mlx5_0.")
     legend: Literal["SYS", "SOC", "none"] = Field("none", description="Which legend generation was printed.")
-    problems: list[str] = Field(default_factory=list, description="Cells or rows that could not be read.")
+    problems: list[str] = Field(default_factory=new_list, description="Cells or rows that could not be read.")
 
 
 class Measurement(Record):
@@ -470,7 +481,7 @@ class Measurement(Record):
     algbw: float | None = Field(None, description="GB/s (1e9 bytes/s).")
     busbw: float | None = None
     wrong: float | None = Field(None, description="#wrong count (v2.13+) or max error (older `error` column).")
-    extra: dict[str, float | str | None] = Field(default_factory=dict, description="i_min, i_max ... with -I 1.")
+    extra: dict[str, float | str | None] = Field(default_factory=new_dict, description="i_min, i_max ... with -I 1.")
 
 
 class BenchmarkRow(Record):
@@ -525,17 +536,17 @@ class BenchmarkRun(Record):
     nccl_library: int | None = None
     layout: str = Field("", description="Header generation: v1, v2.0-2.11, v2.13+, headerless, json.")
     time_label: Literal["time", "cputime"] = "time"
-    devices: list[TestDevice] = Field(default_factory=list)
-    rows: list[BenchmarkRow] = Field(default_factory=list)
+    devices: list[TestDevice] = Field(default_factory=new_list)
+    rows: list[BenchmarkRow] = Field(default_factory=new_list)
     inferred: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=new_dict,
         description="Fields the output did not print (collective, nranks), each with what it was inferred from.",
     )
     avg_busbw: float | None = Field(None, description="The footer's Avg bus bandwidth (a mean over every row).")
     out_of_bounds: int | None = None
     out_of_bounds_ok: bool | None = None
-    failures: list[TestFailure] = Field(default_factory=list, description="Test NCCL/CUDA failure lines.")
-    errors: list[str] = Field(default_factory=list)
+    failures: list[TestFailure] = Field(default_factory=new_list, description="Test NCCL/CUDA failure lines.")
+    errors: list[str] = Field(default_factory=new_list)
     evidence: Evidence | None = None
 
 
@@ -552,7 +563,7 @@ class GraphSearch(Record):
     type_intra: str | None = None
     type_inter: str | None = None
     same_channels: int
-    channels: list[str] = Field(default_factory=list)
+    channels: list[str] = Field(default_factory=new_list)
     evidence: Evidence
 
 
@@ -563,7 +574,7 @@ class SystemTopology(Record):
     pid: int | None = None
     max_bw: float | None = None
     total_bw: float | None = None
-    nodes: list[str] = Field(default_factory=list, description="Node and link lines, indentation kept.")
+    nodes: list[str] = Field(default_factory=new_list, description="Node and link lines, indentation kept.")
     evidence: Evidence
 
 
@@ -591,9 +602,9 @@ class RunStep(Record):
     timeout_s: float | None = Field(None, description="The per-collective timeout it ran under.")
     stdout: str | None = Field(None, description="File of the run directory holding its stdout.")
     stderr: str | None = None
-    nccl_logs: list[str] = Field(default_factory=list, description="NCCL_DEBUG_FILE files its processes wrote.")
+    nccl_logs: list[str] = Field(default_factory=new_list, description="NCCL_DEBUG_FILE files its processes wrote.")
     last_lines: list[Evidence] = Field(
-        default_factory=list, description="The last lines seen (stdout, stderr, NCCL logs) when it failed or hung."
+        default_factory=new_list, description="The last lines seen (stdout, stderr, NCCL logs) when it failed or hung."
     )
 
 
@@ -601,7 +612,7 @@ class RunCapture(Record):
     """A tool the runner asked about the machine (nvidia-smi ...), and what came of it."""
 
     name: str
-    command: list[str] = Field(default_factory=list)
+    command: list[str] = Field(default_factory=new_list)
     host: str | None = Field(None, description="On a run of several hosts: the host this report is from.")
     status: Literal["captured", "empty", "missing", "failed"] = Field(
         description="empty: the tool ran and printed nothing (no file is written)."
@@ -619,19 +630,21 @@ class RunRecord(Record):
     started: str | None = None
     ended: str | None = None
     host: str | None = None
-    argv: list[str] = Field(default_factory=list, description="The ncclscope command line.")
+    argv: list[str] = Field(default_factory=new_list, description="The ncclscope command line.")
     backend: str = Field(description="nccl-tests or torch.")
     launcher: str = "none"
-    hosts: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=new_list)
     ranks_per_host: int | None = None
-    env_set: dict[str, str] = Field(default_factory=dict, description="Variables ncclscope set for the run.")
+    env_set: dict[str, str] = Field(default_factory=new_dict, description="Variables ncclscope set for the run.")
     env_user: dict[str, str] = Field(
-        default_factory=dict, description="Variables ncclscope would have set but the user had: their values won."
+        default_factory=new_dict, description="Variables ncclscope would have set but the user had: their values won."
     )
-    captures: list[RunCapture] = Field(default_factory=list)
-    versions: dict[str, str] = Field(default_factory=dict, description="nccl, cuda, driver, torch when known.")
-    steps: list[RunStep] = Field(default_factory=list)
-    inputs: list[str] = Field(default_factory=list, description="Files of the run directory that hold the evidence.")
+    captures: list[RunCapture] = Field(default_factory=new_list)
+    versions: dict[str, str] = Field(default_factory=new_dict, description="nccl, cuda, driver, torch when known.")
+    steps: list[RunStep] = Field(default_factory=new_list)
+    inputs: list[str] = Field(
+        default_factory=new_list, description="Files of the run directory that hold the evidence."
+    )
     interrupted: bool = False
     stopped: str | None = Field(None, description="Why the run stopped before the last collective, if it did.")
 
@@ -651,10 +664,10 @@ class FlightRecorderEntry(Record):
     is_p2p: bool = False
     collective: str = Field(description="all_reduce, broadcast, send 0->1 ... (profiling_name after the backend).")
     backend: str | None = Field(None, description="nccl, gloo ... (profiling_name before ':').")
-    input_sizes: list[list[int]] = Field(default_factory=list)
-    output_sizes: list[list[int]] = Field(default_factory=list)
-    input_dtypes: list[str] = Field(default_factory=list)
-    output_dtypes: list[str] = Field(default_factory=list)
+    input_sizes: list[list[int]] = Field(default_factory=new_list)
+    output_sizes: list[list[int]] = Field(default_factory=new_list)
+    input_dtypes: list[str] = Field(default_factory=new_list)
+    output_dtypes: list[str] = Field(default_factory=new_list)
     state: str = Field("", description="scheduled, started or completed.")
     retired: bool | None = None
     timeout_ms: int | None = None
@@ -665,7 +678,7 @@ class FlightRecorderEntry(Record):
 class FlightRecorderGroup(Record):
     name: str
     desc: str = ""
-    ranks: list[int] = Field(default_factory=list, description="Global ranks of the group, as the dump lists them.")
+    ranks: list[int] = Field(default_factory=new_list, description="Global ranks of the group, as the dump lists them.")
 
 
 class FlightRecorderStatus(Record):
@@ -686,11 +699,11 @@ class FlightRecorderDump(Record):
     format: Literal["pickle", "json"]
     version: str = ""
     comm_lib_version: str | None = Field(None, description="The NCCL version the dump names.")
-    groups: list[FlightRecorderGroup] = Field(default_factory=list)
-    status: dict[str, FlightRecorderStatus] = Field(default_factory=dict, description="Per group id.")
-    entries: list[FlightRecorderEntry] = Field(default_factory=list)
+    groups: list[FlightRecorderGroup] = Field(default_factory=new_list)
+    status: dict[str, FlightRecorderStatus] = Field(default_factory=new_dict, description="Per group id.")
+    entries: list[FlightRecorderEntry] = Field(default_factory=new_list)
     entries_total: int = Field(0, description="Entries in the dump (the list keeps the last ones of each group).")
-    problems: list[str] = Field(default_factory=list, description="Entries or fields that could not be read.")
+    problems: list[str] = Field(default_factory=new_list, description="Entries or fields that could not be read.")
 
 
 class RankProgress(Record):
@@ -713,9 +726,9 @@ class GroupProgress(Record):
     via: Literal["flight_recorder", "ras", "coll_lines", "watchdog"]
     group: str = Field(description="Process group (name:desc), communicator hash or pointer.")
     size: int | None = Field(None, description="Ranks the group should have.")
-    ranks: list[RankProgress] = Field(default_factory=list)
+    ranks: list[RankProgress] = Field(default_factory=new_list)
     missing: list[RankProgress] = Field(
-        default_factory=list, description="Ranks known to belong to the group that reported nothing."
+        default_factory=new_list, description="Ranks known to belong to the group that reported nothing."
     )
     counts_by_collective: bool = Field(
         False, description="RAS: counts are per collective type (`operation` names it), not one sequence."
@@ -734,11 +747,12 @@ class RasCommunicator(Record):
     hash: str | None = None
     size: int | None = None
     status: str | None = Field(None, description="RUNNING, INIT, FINALIZE, ABORT, NOCOMM ...")
-    errors: list[str] = Field(default_factory=list, description="INCOMPLETE, MISMATCH, ERROR ...")
-    ranks: list[RankProgress] = Field(default_factory=list, description="Ranks reported, with their op counts.")
-    missing: list[RankProgress] = Field(default_factory=list, description="Ranks that gave no data.")
+    errors: list[str] = Field(default_factory=new_list, description="INCOMPLETE, MISMATCH, ERROR ...")
+    ranks: list[RankProgress] = Field(default_factory=new_list, description="Ranks reported, with their op counts.")
+    missing: list[RankProgress] = Field(default_factory=new_list, description="Ranks that gave no data.")
     op_counts: dict[str, dict[int, int]] = Field(
-        default_factory=dict, description="Per collective type ('' when not named): operation count -> how many ranks."
+        default_factory=new_dict,
+        description="Per collective type ('' when not named): operation count -> how many ranks.",
     )
     evidence: Evidence | None = None
 
@@ -753,7 +767,7 @@ class RasGroup(Record):
     ranks_per_comm: int
     ranks_in_group: int
     status: str = Field(description="RUNNING, INIT, FINALIZE, ABORT, NOCOMM ...")
-    errors: list[str] = Field(default_factory=list, description="Empty for OK; INCOMPLETE, MISMATCH ...")
+    errors: list[str] = Field(default_factory=new_list, description="Empty for OK; INCOMPLETE, MISMATCH ...")
     evidence: Evidence | None = None
 
 
@@ -775,13 +789,13 @@ class RasReport(Record):
     format: Literal["text", "json"]
     nccl_version: str | None = None
     job: RasJob | None = None
-    groups: list[RasGroup] = Field(default_factory=list, description="Text reports: the communicator table.")
-    communicators: list[RasCommunicator] = Field(default_factory=list)
-    dead_processes: list[str] = Field(default_factory=list, description="'process PID on node HOST' entries.")
-    missing_processes: list[str] = Field(default_factory=list)
+    groups: list[RasGroup] = Field(default_factory=new_list, description="Text reports: the communicator table.")
+    communicators: list[RasCommunicator] = Field(default_factory=new_list)
+    dead_processes: list[str] = Field(default_factory=new_list, description="'process PID on node HOST' entries.")
+    missing_processes: list[str] = Field(default_factory=new_list)
     timeouts: int = 0
     contradictions: list[str] = Field(
-        default_factory=list, description="Where the report contradicts itself (then its errors are not trusted)."
+        default_factory=new_list, description="Where the report contradicts itself (then its errors are not trusted)."
     )
     evidence: Evidence | None = None
 
@@ -843,7 +857,7 @@ class XmlGpu(Record):
     sm: int | None = Field(None, description="Compute capability x 10 (90: Hopper).")
     rank: int | None = None
     gdr: bool | None = None
-    nvlinks: list[XmlNvLink] = Field(default_factory=list)
+    nvlinks: list[XmlNvLink] = Field(default_factory=new_list)
     c2c_bw: float | None = Field(None, description="C2C link bandwidth (GB/s per link) where the GPU has one.")
     c2c_count: int | None = None
     evidence: Evidence | None = Field(None, description="The element's line.")
@@ -873,10 +887,10 @@ class NcclTopologyDump(Record):
     host: str | None = Field(None, description="From the file name of a run's per-host dump (nccl-topo.<host>.xml).")
     version: int | None = None
     host_hash: str | None = None
-    cpus: list[XmlCpu] = Field(default_factory=list)
-    pci: list[XmlPciDevice] = Field(default_factory=list)
-    gpus: list[XmlGpu] = Field(default_factory=list)
-    nets: list[XmlNet] = Field(default_factory=list)
+    cpus: list[XmlCpu] = Field(default_factory=new_list)
+    pci: list[XmlPciDevice] = Field(default_factory=new_list)
+    gpus: list[XmlGpu] = Field(default_factory=new_list)
+    nets: list[XmlNet] = Field(default_factory=new_list)
 
 
 class XmlGraph(Record):
@@ -893,7 +907,7 @@ class XmlGraph(Record):
     type_inter: str | None = None
     same_channels: int | None = None
     channels: list[list[str]] = Field(
-        default_factory=list, description="Each channel's devices in order: NET/<dev>, GPU/<dev>:<rank>."
+        default_factory=new_list, description="Each channel's devices in order: NET/<dev>, GPU/<dev>:<rank>."
     )
     evidence: Evidence | None = Field(None, description="The element's line.")
 
@@ -904,7 +918,7 @@ class NcclGraphDump(Record):
     source: str
     host: str | None = Field(None, description="From the file name of a run's per-host dump (nccl-graph.<host>.xml).")
     version: int | None = None
-    graphs: list[XmlGraph] = Field(default_factory=list)
+    graphs: list[XmlGraph] = Field(default_factory=new_list)
 
 
 class IbPort(Record):
@@ -931,7 +945,7 @@ class IbDevice(Record):
     ca_type: str | None = Field(None, description="ibstat's CA type (MT4129); ibv_devinfo's board_id.")
     firmware: str | None = None
     node_guid: str | None = None
-    ports: list[IbPort] = Field(default_factory=list)
+    ports: list[IbPort] = Field(default_factory=new_list)
     evidence: Evidence | None = Field(None, description="The `CA 'name'` or `hca_id:` line.")
     firmware_evidence: Evidence | None = None
 
@@ -963,9 +977,9 @@ class SmiGpu(Record):
     fabric_state: str | None = Field(None, description="NVSwitch systems: Fabric State (Completed when ready).")
     evidence: Evidence | None = Field(None, description="The `GPU 00000000:18:00.0` line.")
     link_evidence: list[Evidence] = Field(
-        default_factory=list, description="The PCIe generation and link width lines (Max, Current)."
+        default_factory=new_list, description="The PCIe generation and link width lines (Max, Current)."
     )
-    version_evidence: list[Evidence] = Field(default_factory=list, description="The Driver and VBIOS lines.")
+    version_evidence: list[Evidence] = Field(default_factory=new_list, description="The Driver and VBIOS lines.")
 
 
 class NvlinkLink(Record):
@@ -983,7 +997,7 @@ class NvlinkGpu(Record):
     index: int = Field(description="nvidia-smi's GPU index.")
     product: str | None = None
     uuid: str | None = None
-    links: list[NvlinkLink] = Field(default_factory=list)
+    links: list[NvlinkLink] = Field(default_factory=new_list)
     evidence: Evidence | None = Field(None, description="The `GPU 0: ... (UUID: ...)` line.")
 
     @property
@@ -998,77 +1012,80 @@ class P2pMatrix(Record):
     capability: Literal["read", "write", "nvlink", "atomics", "prop"] | None = Field(
         None, description="From the command line before it (`topo -p2p r`); None when the input does not say."
     )
-    gpus: list[str] = Field(default_factory=list, description="Row names in order: GPU0, GPU1 ...")
+    gpus: list[str] = Field(default_factory=new_list, description="Row names in order: GPU0, GPU1 ...")
     cells: dict[str, dict[str, str]] = Field(
-        default_factory=dict, description="cells[GPUa][GPUb]: X, OK, CNS, GNS, TNS, NS, DR, U."
+        default_factory=new_dict, description="cells[GPUa][GPUb]: X, OK, CNS, GNS, TNS, NS, DR, U."
     )
-    evidence: dict[str, Evidence] = Field(default_factory=dict, description="Each GPU's row.")
+    evidence: dict[str, Evidence] = Field(default_factory=new_dict, description="Each GPU's row.")
 
 
 class Case(Record):
     """Everything understood from the inputs of one `ncclscope` invocation."""
 
     ncclscope_version: str
-    sources: list[Source] = Field(default_factory=list)
-    nccl_versions: list[str] = Field(default_factory=list)
-    cuda_driver_versions: list[int] = Field(default_factory=list)
-    hosts: list[Host] = Field(default_factory=list)
-    processes: list[Process] = Field(default_factory=list)
-    communicators: list[Communicator] = Field(default_factory=list)
-    connections: ConnectionSummary = Field(default_factory=ConnectionSummary)
-    edges: list[Connection] = Field(default_factory=list, description="Distinct connection edges (capped).")
+    sources: list[Source] = Field(default_factory=new_list)
+    nccl_versions: list[str] = Field(default_factory=new_list)
+    cuda_driver_versions: list[int] = Field(default_factory=new_list)
+    hosts: list[Host] = Field(default_factory=new_list)
+    processes: list[Process] = Field(default_factory=new_list)
+    communicators: list[Communicator] = Field(default_factory=new_list)
+    connections: ConnectionSummary = Field(default_factory=lambda: ConnectionSummary())
+    edges: list[Connection] = Field(default_factory=new_list, description="Distinct connection edges (capped).")
     edges_truncated: bool = False
-    net_devices: list[NetDevice] = Field(default_factory=list)
-    env: list[EnvSetting] = Field(default_factory=list)
-    warnings: list[NcclMessage] = Field(default_factory=list, description="WARN lines (capped per family).")
+    net_devices: list[NetDevice] = Field(default_factory=new_list)
+    env: list[EnvSetting] = Field(default_factory=new_list)
+    warnings: list[NcclMessage] = Field(default_factory=new_list, description="WARN lines (capped per family).")
     warning_count: int = 0
-    error_traces: list[ErrorTrace] = Field(default_factory=list)
+    error_traces: list[ErrorTrace] = Field(default_factory=new_list)
     interfaces: list[InterfaceUse] = Field(
-        default_factory=list, description="Network interfaces NCCL named (bootstrap, NET/IB out-of-band, NET/Socket)."
+        default_factory=new_list,
+        description="Network interfaces NCCL named (bootstrap, NET/IB out-of-band, NET/Socket).",
     )
-    gdr: list[GdrReport] = Field(default_factory=list, description="GPUDirect RDMA per HCA, GPU-NIC pair, rings.")
-    ib_completion_errors: list[IbCompletionError] = Field(default_factory=list)
-    socket_failures: list[SocketFailure] = Field(default_factory=list)
-    rdma_problems: list[RdmaProblem] = Field(default_factory=list)
-    p2p: list[P2pReport] = Field(default_factory=list)
-    cuda_errors: list[CudaError] = Field(default_factory=list)
-    sysfs_unreadable: list[SysfsUnreadable] = Field(default_factory=list)
+    gdr: list[GdrReport] = Field(default_factory=new_list, description="GPUDirect RDMA per HCA, GPU-NIC pair, rings.")
+    ib_completion_errors: list[IbCompletionError] = Field(default_factory=new_list)
+    socket_failures: list[SocketFailure] = Field(default_factory=new_list)
+    rdma_problems: list[RdmaProblem] = Field(default_factory=new_list)
+    p2p: list[P2pReport] = Field(default_factory=new_list)
+    cuda_errors: list[CudaError] = Field(default_factory=new_list)
+    sysfs_unreadable: list[SysfsUnreadable] = Field(default_factory=new_list)
     facts_capped: dict[str, int] = Field(
-        default_factory=dict,
+        default_factory=new_dict,
         description="Facts read but not kept beyond the limits (5000 of a kind per case; per input 2000 "
         "framework events and 500 command-line settings), counted by kind (interfaces, gdr, framework, settings ...).",
     )
     messages: list[NcclMessage] = Field(
-        default_factory=list, description="Other notable INFO lines (NVLS support, P2P level, affinity ...)."
+        default_factory=new_list, description="Other notable INFO lines (NVLS support, P2P level, affinity ...)."
     )
-    graphs: list[GraphSearch] = Field(default_factory=list)
-    system_topologies: list[SystemTopology] = Field(default_factory=list)
-    tuning: list[TuningChoice] = Field(default_factory=list)
-    topologies: list[TopologyMatrix] = Field(default_factory=list)
-    benchmarks: list[BenchmarkRun] = Field(default_factory=list)
+    graphs: list[GraphSearch] = Field(default_factory=new_list)
+    system_topologies: list[SystemTopology] = Field(default_factory=new_list)
+    tuning: list[TuningChoice] = Field(default_factory=new_list)
+    topologies: list[TopologyMatrix] = Field(default_factory=new_list)
+    benchmarks: list[BenchmarkRun] = Field(default_factory=new_list)
     framework: list[FrameworkEvent] = Field(
-        default_factory=list, description="PyTorch/framework lines about NCCL: watchdog timeouts, NCCL errors."
+        default_factory=new_list, description="PyTorch/framework lines about NCCL: watchdog timeouts, NCCL errors."
     )
     run: RunRecord | None = Field(None, description="What `ncclscope run` did, when the input is its run directory.")
-    flight_records: list[FlightRecorderDump] = Field(default_factory=list, description="PyTorch Flight Recorder dumps.")
-    ras_reports: list[RasReport] = Field(default_factory=list, description="`ncclras` status reports.")
+    flight_records: list[FlightRecorderDump] = Field(
+        default_factory=new_list, description="PyTorch Flight Recorder dumps."
+    )
+    ras_reports: list[RasReport] = Field(default_factory=new_list, description="`ncclras` status reports.")
     topology_dumps: list[NcclTopologyDump] = Field(
-        default_factory=list, description="NCCL's topology XML: what NCCL detected on a host."
+        default_factory=new_list, description="NCCL's topology XML: what NCCL detected on a host."
     )
-    graph_dumps: list[NcclGraphDump] = Field(default_factory=list, description="NCCL's graph XML: what it chose.")
+    graph_dumps: list[NcclGraphDump] = Field(default_factory=new_list, description="NCCL's graph XML: what it chose.")
     ib_devices: list[IbDevice] = Field(
-        default_factory=list, description="`ibstat`, `ibv_devinfo`: adapters, ports, states, rates."
+        default_factory=new_list, description="`ibstat`, `ibv_devinfo`: adapters, ports, states, rates."
     )
-    smi_gpus: list[SmiGpu] = Field(default_factory=list, description="`nvidia-smi -q`: one entry per GPU.")
+    smi_gpus: list[SmiGpu] = Field(default_factory=new_list, description="`nvidia-smi -q`: one entry per GPU.")
     nvlink_gpus: list[NvlinkGpu] = Field(
-        default_factory=list, description="`nvidia-smi nvlink -s`: each GPU's links and their speeds."
+        default_factory=new_list, description="`nvidia-smi nvlink -s`: each GPU's links and their speeds."
     )
     p2p_matrices: list[P2pMatrix] = Field(
-        default_factory=list, description="`nvidia-smi topo -p2p`: P2P allowed or not, per GPU pair."
+        default_factory=new_list, description="`nvidia-smi topo -p2p`: P2P allowed or not, per GPU pair."
     )
-    coll_calls: list[CollCalls] = Field(default_factory=list, description="COLL lines per rank and communicator.")
+    coll_calls: list[CollCalls] = Field(default_factory=new_list, description="COLL lines per rank and communicator.")
     progress: list[GroupProgress] = Field(
-        default_factory=list, description="Who reached which collective, per group and kind of evidence (hangs)."
+        default_factory=new_list, description="Who reached which collective, per group and kind of evidence (hangs)."
     )
 
     @overload
@@ -1098,17 +1115,17 @@ class Finding(Record):
     name: str = Field(description="Rule name, e.g. socket-transport.")
     severity: Severity
     message: str = Field(description="One line with the concrete facts: hosts, ranks, GPUs, NICs, sizes.")
-    evidence: list[Evidence] = Field(default_factory=list, description="Representative lines (a few).")
+    evidence: list[Evidence] = Field(default_factory=new_list, description="Representative lines (a few).")
     evidence_count: int = Field(0, description="How many lines in all support the finding.")
     explanation: str = Field("", description="Why it matters.")
     fix: str = Field("", description="What to do.")
-    hosts: list[str] = Field(default_factory=list)
-    ranks: list[int] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=new_list)
+    ranks: list[int] = Field(default_factory=new_list)
     related: list[str] = Field(
-        default_factory=list, description="Codes of findings this one explains or is explained by (one story)."
+        default_factory=new_list, description="Codes of findings this one explains or is explained by (one story)."
     )
     root_cause: bool = Field(False, description="First link of a story told by several findings.")
-    sources: list[str] = Field(default_factory=list, description="Where the expert knowledge comes from.")
+    sources: list[str] = Field(default_factory=new_list, description="Where the expert knowledge comes from.")
 
     @property
     def identity(self) -> tuple:
@@ -1143,21 +1160,21 @@ class Platform(Record):
     hosts: int | None = None
     nvlink_links: int | None = Field(None, description="NV# between GPU pairs (the most common value).")
     nvswitch: bool | None = None
-    nic_link_layers: list[str] = Field(default_factory=list)
+    nic_link_layers: list[str] = Field(default_factory=new_list)
     network: str | None = None
     key: str | None = Field(None, description="Entry of data/expected_busbw.json used for expectations.")
-    evidence: list[Evidence] = Field(default_factory=list)
-    missing: list[str] = Field(default_factory=list, description="What would identify the platform.")
+    evidence: list[Evidence] = Field(default_factory=new_list)
+    missing: list[str] = Field(default_factory=new_list, description="What would identify the platform.")
 
 
 class Analysis(Record):
     """The output of `ncclscope analyze`: findings first, then the Case they were drawn from."""
 
     ncclscope_version: str
-    findings: list[Finding] = Field(default_factory=list)
-    summary: dict[str, int] = Field(default_factory=dict, description="Count of findings per severity.")
-    platform: Platform = Field(default_factory=Platform)
-    bandwidth: list[BandwidthJudgement] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=new_list)
+    summary: dict[str, int] = Field(default_factory=new_dict, description="Count of findings per severity.")
+    platform: Platform = Field(default_factory=lambda: Platform())
+    bandwidth: list[BandwidthJudgement] = Field(default_factory=new_list)
     case: Case
 
     @overload

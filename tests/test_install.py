@@ -91,3 +91,44 @@ def test_numpy_loads_without_blas_threads_and_leaves_the_environment_as_it_was(
         assert out == printed.split()  # the main thread alone
     else:
         assert out[1] == printed  # the user's value stays; their thread count is theirs
+
+
+PLUGIN_LOADER_PROBE = """
+import sys
+from ncclscope.entry import main
+sys.argv = ["ncclscope", "parse", "--format", "json", sys.argv[1]]
+try:
+    main()
+except SystemExit as stop:
+    code = stop.code
+loader = sys.modules.get("pydantic.plugin._loader")
+sys.stderr.write(f"PROBE {code} {getattr(loader, '__file__', None) is not None}\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("user_value", "pydantic_loader"),
+    [(None, "False"), ("__all__", "False"), ("some_plugin", "True")],
+)
+def test_pydantic_plugin_loader_stands_aside_only_when_every_plugin_is_disabled(
+    user_value: str | None, pydantic_loader: str
+) -> None:
+    """pydantic's plugin loader imports importlib.metadata and email (10 ms of start-up) to find no plugin
+    when all are disabled: the command line puts one that finds none in its place, and the Case is read and
+    printed as before. A user who names the plugins to disable gets pydantic's own loader."""
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if user_value is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = user_value
+    run = subprocess.run(
+        [sys.executable, "-c", PLUGIN_LOADER_PROBE, str(FIXTURE)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    probe = next(line for line in run.stderr.splitlines() if line.startswith("PROBE"))
+    code, own_loader = probe.split()[1:]
+    assert code == "0"
+    assert own_loader == pydantic_loader
+    assert '"nccl_versions": [\n    "2.18.' in run.stdout  # models built and dumped either way

@@ -1,6 +1,5 @@
 """`ncclscope tui`: open inputs in the terminal UI (imports Textual only when the command runs)."""
 
-from __future__ import annotations
 
 import sys
 from typing import Annotated
