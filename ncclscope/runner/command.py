@@ -5,7 +5,8 @@ out, or a finding reached --fail-on (default error, as `analyze`); 2 a usage pro
 to run; 130 interrupted (what was collected is kept and analyzed); 3 an internal error.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` (see cli.py): the names imported for type checking only are
+# quoted where they annotate.
 
 import os
 import socket
@@ -212,7 +213,7 @@ def _run_pairs(  # type: ignore[no-untyped-def]
 
 
 def _print_plan(
-    backend: str, env: RunEnvironment, steps: list[tuple[str, list[str]]], run_dir: Path, each_host: list[str] | None
+    backend: str, env: "RunEnvironment", steps: list[tuple[str, list[str]]], run_dir: Path, each_host: list[str] | None
 ) -> None:
     """--dry-run: the environment each command gets, then the commands, one per collective (shell syntax)."""
     import shlex
@@ -234,11 +235,11 @@ def _print_plan(
 def _run(
     run_dir: Path,
     backend: str,
-    layout: Layout,
-    env: RunEnvironment,
+    layout: "Layout",
+    env: "RunEnvironment",
     steps: list[tuple[str, list[str]]],
     timeout_s: float,
-    sweep: Sweep,
+    sweep: "Sweep",
     keep_going: bool,
     no_analyze: bool,
     fail_on: FailOn,
@@ -288,7 +289,7 @@ def _run(
     return EXIT_FINDINGS if failed else code
 
 
-def _analyze(run_dir: Path, fail_on: FailOn, err: Console) -> int:
+def _analyze(run_dir: Path, fail_on: FailOn, err: "Console") -> int:
     """Findings printed like `ncclscope analyze`; 1 when one reaches --fail-on."""
     from rich.console import Console
 
