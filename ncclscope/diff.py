@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ncclscope import __version__
+from ncclscope.factories import new_list
 from ncclscope.frames import benchmarks as benchmark_frame
 from ncclscope.model import Analysis, Finding
 from ncclscope.output_files import write_file
@@ -64,11 +65,11 @@ class SeriesDiff(BaseModel):
     """A benchmark curve present on both sides, size by size."""
 
     key: SeriesKey
-    sizes: list[SizeDiff] = Field(default_factory=list, description="Every size of either side, ascending.")
-    only_before: list[int] = Field(default_factory=list, description="Sizes measured only in BEFORE.")
-    only_after: list[int] = Field(default_factory=list, description="Sizes measured only in AFTER.")
-    before_sources: list[str] = Field(default_factory=list)
-    after_sources: list[str] = Field(default_factory=list)
+    sizes: list[SizeDiff] = Field(default_factory=new_list, description="Every size of either side, ascending.")
+    only_before: list[int] = Field(default_factory=new_list, description="Sizes measured only in BEFORE.")
+    only_after: list[int] = Field(default_factory=new_list, description="Sizes measured only in AFTER.")
+    before_sources: list[str] = Field(default_factory=new_list)
+    after_sources: list[str] = Field(default_factory=new_list)
 
     @property
     def regressions(self) -> list[SizeDiff]:
@@ -102,15 +103,15 @@ class RunDiff(BaseModel):
 
     ncclscope_version: str = __version__
     threshold: float = Field(description="Fraction of busbw lost before a size is flagged (0.10 = 10%).")
-    before_inputs: list[str] = Field(default_factory=list)
-    after_inputs: list[str] = Field(default_factory=list)
-    series: list[SeriesDiff] = Field(default_factory=list, description="Curves present on both sides.")
-    series_only_before: list[SeriesKey] = Field(default_factory=list)
-    series_only_after: list[SeriesKey] = Field(default_factory=list)
-    summary: list[CollectiveSummary] = Field(default_factory=list)
-    findings_appeared: list[FindingChange] = Field(default_factory=list)
-    findings_disappeared: list[FindingChange] = Field(default_factory=list)
-    findings_persisting: list[FindingChange] = Field(default_factory=list)
+    before_inputs: list[str] = Field(default_factory=new_list)
+    after_inputs: list[str] = Field(default_factory=new_list)
+    series: list[SeriesDiff] = Field(default_factory=new_list, description="Curves present on both sides.")
+    series_only_before: list[SeriesKey] = Field(default_factory=new_list)
+    series_only_after: list[SeriesKey] = Field(default_factory=new_list)
+    summary: list[CollectiveSummary] = Field(default_factory=new_list)
+    findings_appeared: list[FindingChange] = Field(default_factory=new_list)
+    findings_disappeared: list[FindingChange] = Field(default_factory=new_list)
+    findings_persisting: list[FindingChange] = Field(default_factory=new_list)
     regression_count: int = Field(0, description="Sizes flagged as regressions over all series.")
 
     @property

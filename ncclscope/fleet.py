@@ -31,6 +31,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from ncclscope import __version__
+from ncclscope.factories import new_dict, new_list
 
 MODIFIED_Z = 0.6745  # Iglewicz & Hoaglin (1993): z = 0.6745 (x - median) / MAD
 OUTLIER_Z = -3.5  # their cut for an outlier, on the slow side only
@@ -67,15 +68,15 @@ class FileSummary(BaseModel):
     """What one input says about its hosts: enough to judge a fleet, small enough to gather by the thousand."""
 
     path: str
-    hosts: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=new_list)
     hosts_from: str = Field("", description="devices, log, manifest or file name: where the host names came from.")
     usable: bool = True
-    problems: list[str] = Field(default_factory=list)
-    runs: list[RunResult] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=new_list)
+    runs: list[RunResult] = Field(default_factory=new_list)
     versions: dict[str, dict[str, str]] = Field(
-        default_factory=dict, description="host -> {nccl, cuda_driver, net_plugin, ib_firmware, gpu_vbios ...}."
+        default_factory=new_dict, description="host -> {nccl, cuda_driver, net_plugin, ib_firmware, gpu_vbios ...}."
     )
-    settings: dict[str, dict[str, str]] = Field(default_factory=dict, description="host -> {NCCL_*: value}.")
+    settings: dict[str, dict[str, str]] = Field(default_factory=new_dict, description="host -> {NCCL_*: value}.")
 
 
 def units(paths: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -269,7 +270,7 @@ class HostResult(BaseModel):
     failed_runs: int = 0
     nccl_version: str | None = None
     detail: str = ""
-    sources: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=new_list)
     baseline_busbw: float | None = None
     change: float | None = Field(None, description="busbw / baseline busbw - 1.")
     regression: bool = False
@@ -287,7 +288,7 @@ class PairResult(BaseModel):
     fleet_band: float | None = None
     robust_z: float | None = None
     blame: str | None = Field(None, description="host X (a culprit host), link (both hosts fine elsewhere).")
-    sources: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=new_list)
 
 
 class PairHost(BaseModel):
@@ -318,14 +319,14 @@ class FleetReport(BaseModel):
 
     ncclscope_version: str = __version__
     inputs: int = 0
-    unusable: list[str] = Field(default_factory=list, description="Inputs that could not be used, with why.")
-    hosts: list[HostResult] = Field(default_factory=list)
-    pairs: list[PairResult] = Field(default_factory=list)
-    pair_hosts: list[PairHost] = Field(default_factory=list)
-    drift: list[Drift] = Field(default_factory=list)
+    unusable: list[str] = Field(default_factory=new_list, description="Inputs that could not be used, with why.")
+    hosts: list[HostResult] = Field(default_factory=new_list)
+    pairs: list[PairResult] = Field(default_factory=new_list)
+    pair_hosts: list[PairHost] = Field(default_factory=new_list)
+    drift: list[Drift] = Field(default_factory=new_list)
     baseline: str | None = None
     threshold: float = DEFAULT_THRESHOLD
-    summary: dict[str, int] = Field(default_factory=dict, description="Hosts per status; pairs slow; regressions.")
+    summary: dict[str, int] = Field(default_factory=new_dict, description="Hosts per status; pairs slow; regressions.")
 
     def problems(self) -> Counter[str]:
         """How many hosts are in each status that can fail a run, regressions and drifted items."""
