@@ -176,7 +176,8 @@ def test_ras_text_incomplete_names_the_missing_rank() -> None:
     assert finding.ranks == [7] and finding.hosts == ["10.20.4.12"]
     assert "communicator 4f18a2c07d9be361 (8 ranks)" in finding.message
     assert "process 7733 on node 10.20.4.12" in finding.message
-    assert finding.evidence[0].line == 33
+    # the communicator's INCOMPLETE line, then the missing rank's: the rank belongs to it only under it
+    assert [e.line for e in finding.evidence] == [31, 33]
 
 
 def test_ras_text_2_24_counts_give_ranks_behind_not_missing() -> None:
@@ -184,6 +185,7 @@ def test_ras_text_2_24_counts_give_ranks_behind_not_missing() -> None:
     assert finding.ranks == [12, 13, 26]
     assert "29 at 15307, 2 at 15306, 1 at 15305" in finding.message
     assert "slowest rank 26 on 10.8.0.44" in finding.message
+    assert [e.line for e in finding.evidence] == [21, 26]  # the communicator's MISMATCH line, the slowest rank's
 
     assert not findings_of("HANG001", f"{HANG}/ras_counts_2_24.txt")  # a snapshot cannot say who is stuck
 

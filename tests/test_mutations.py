@@ -203,7 +203,10 @@ def test_damaged_inputs_are_read_counted_and_keep_the_findings_they_did_not_touc
     render_all(analysis)
     (source,) = outcome.case.sources
     if b"\x00" in data[:SNIFF_BYTES]:
-        assert not source.usable and source.problems  # binary: refused in one line, never half-read
+        # binary: refused in one line, never half-read; unless the damage left a Flight Recorder pickle,
+        # a dump read whole (our H100 VM's fr_rank_0 with an edit that found no NCCL prefix to change)
+        if not (source.usable and flight_recorder.looks_like(data) == "pickle"):
+            assert not source.usable and source.problems
         return
     assert source.lines == len(mutated.lines)
     assert source.recognized + source.unrecognized_count == source.nccl_lines <= source.lines

@@ -169,7 +169,8 @@ def _ras_missing(ctx: Context) -> Iterable[Finding]:
                     f"; but the report contradicts itself ({report.contradictions[0]}), so its INCOMPLETE entries"
                     " are not trusted: query again, or with a newer ncclras"
                 )
-            evidence = _evidence(comm.missing) or ([comm.evidence] if comm.evidence else [])
+            # the communicator's own line first: the ranks' lines belong to it only under it
+            evidence = ([comm.evidence] if comm.evidence else []) + _evidence(comm.missing)
             yield make_finding(
                 "HANG001", severity, message + " (from the ncclras report)", evidence=shown(evidence),
                 evidence_count=len(evidence), ranks=ranks, hosts=hosts,
@@ -324,7 +325,8 @@ def _ras_behind(ctx: Context) -> Iterable[Finding]:
                     if hosts:
                         message += f" on {', '.join(hosts)}"
                 message += "; one query cannot tell late from stuck: repeat it, counts that do not move are a hang"
-                evidence = _evidence(slowest) or _evidence(listed) or ([comm.evidence] if comm.evidence else [])
+                header = [comm.evidence] if comm.evidence else []  # the line that names the communicator
+                evidence = header + (_evidence(slowest) or _evidence(listed))
                 yield make_finding(
                     "HANG003", "warning", message + " (from the ncclras report)", evidence=shown(evidence),
                     evidence_count=len(evidence), ranks=[r.rank for r in listed], hosts=_hosts(slowest),
