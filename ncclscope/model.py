@@ -1020,7 +1020,7 @@ class Case(Record):
     hosts: list[Host] = Field(default_factory=new_list)
     processes: list[Process] = Field(default_factory=new_list)
     communicators: list[Communicator] = Field(default_factory=new_list)
-    connections: ConnectionSummary = Field(default_factory=lambda: ConnectionSummary())
+    connections: ConnectionSummary = Field(default_factory=ConnectionSummary)
     edges: list[Connection] = Field(default_factory=new_list, description="Distinct connection edges (capped).")
     edges_truncated: bool = False
     net_devices: list[NetDevice] = Field(default_factory=new_list)
@@ -1164,7 +1164,7 @@ class Analysis(Record):
     ncclscope_version: str
     findings: list[Finding] = Field(default_factory=new_list)
     summary: dict[str, int] = Field(default_factory=new_dict, description="Count of findings per severity.")
-    platform: Platform = Field(default_factory=lambda: Platform())
+    platform: Platform = Field(default_factory=Platform)
     bandwidth: list[BandwidthJudgement] = Field(default_factory=new_list)
     case: Case
 
