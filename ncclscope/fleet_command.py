@@ -1,7 +1,6 @@
 """`ncclscope fleet`: wiring only (fleet.py judges, render/fleet.py writes)."""
 
-# No `from __future__ import annotations` here: typer reads the commands' signatures on every run, and
-# string annotations it must evaluate one by one (some 270 in all, 10 ms of start-up).
+# No `from __future__ import annotations` (see cli.py): typer would evaluate this command's annotations.
 
 import sys
 from enum import Enum
