@@ -5,6 +5,10 @@ from __future__ import annotations
 import pickle
 import random
 
+import numpy as np
+
+from ncclscope.parse.coarse import CoarseTemplate
+from ncclscope.parse.coll_scan import CollScan, hex_values
 from ncclscope.parse.nccl_log import Event, LogResult, NcclLogParser, ShapeBook
 
 
@@ -477,6 +481,75 @@ def test_a_line_like_a_coll_line_but_for_one_word_is_not_read_as_one() -> None:
     result = parser.result
     assert result.families["coll_call"] == 2_999
     assert result.coll_calls[("node7", 4242, "0xabc")][0] == 2_999
+
+
+def test_the_coarse_templates_of_one_kind_share_one_expression_that_reads_their_lines_only() -> None:
+    """coll_scan.py: the templates of the four collectives differ in one keyword, so one expression
+    reads them all (and says which); it reads other widths of the same lines (a host name of more
+    words is another coarse key: another expression), and refuses a line whose keyword, number or
+    punctuation no template has."""
+    rng = random.Random(13)
+    book = ShapeBook()
+    lines, _ = _coll_lines(rng, 3_000, [("node7", 4242, "0xabc"), ("node12", 77, "0xdef12")])
+    fed(lines, book)
+    scan = CollScan(t for known in book.coarse_templates.values() for t in known)
+    assert len(scan.alternatives) == 1
+    (alternative,) = scan.alternatives
+    assert sorted(alternative.templates) == [b"AllGather", b"AllReduce", b"Broadcast", b"ReduceScatter"]
+    good = (
+        "[1,1999]<stdout>:gpuzz9:123456:123456 [7] NCCL INFO ReduceScatter: opCount 1f2e sendbuff 0x7f00aa "
+        "recvbuff 0xbeef count 99999999 datatype 3 op 1 root 0 comm 0x1234abcd [nranks=1024] stream 0x55"
+    )
+    refused = [
+        good.replace("ReduceScatter:", "ReduceScattr:"),  # a keyword no template has
+        good.replace("count 99999999", "count 999g9999"),  # a letter in a decimal number
+        good.replace("sendbuff 0x7f00aa", "sendbuff 0x7f00ag"),  # a letter that is no hex digit
+        good.replace("sendbuff 0x7f00aa", "sendbuff 7f00aa"),  # a pointer without its 0x
+        good.replace("[nranks=1024]", "[nranks:1024]"),  # other punctuation
+        good + " extra",  # one word more
+    ]
+    rows = scan.rows("\n".join([good, *refused, "", good]).encode())
+    assert len(rows) == 9
+    assert [bool(row[0]) for row in rows] == [True] + [False] * 7 + [True]
+    groups = alternative.groups
+    assert [rows[0][groups[name]] for name in ("host", "pid", "op_count", "comm")] == [
+        b"gpuzz9",
+        b"123456",
+        b"1f2e",
+        b"0x1234abcd",
+    ]
+    assert rows[0][alternative.variant] == b"ReduceScatter"
+
+
+def test_templates_that_differ_in_two_keywords_get_an_expression_each() -> None:
+    """An expression that let two keywords vary at once would read combinations no template reads
+    (here INFO with Broadcast, made from a learnt template by changing its exemplar's words)."""
+    rng = random.Random(17)
+    book = ShapeBook()
+    lines = [
+        coll_line(rng, "node1:100:100 [0]", f"{call}: opCount {k:x}", "count 4 datatype 7 op 0", (20, 48))
+        for k, call in enumerate(["AllReduce", "Broadcast"] * 200)
+    ]
+    fed(lines, book)
+    learnt = next(t for known in book.coarse_templates.values() for t in known)
+    info_allreduce = lines[0].encode()
+    warn_broadcast = lines[1].replace("INFO", "WARN").encode()
+    pair = [
+        CoarseTemplate(None, line, learnt.classes, learnt.fields, None) for line in (info_allreduce, warn_broadcast)
+    ]
+    scan = CollScan(pair)
+    assert len(scan.alternatives) == 2
+    crossed = lines[1].encode()  # INFO Broadcast: no template has it
+    rows = scan.rows(b"\n".join([info_allreduce, warn_broadcast, crossed]))
+    assert [bool(row[0]) for row in rows] == [True, True, False]
+    same_level = CollScan([pair[0], CoarseTemplate(None, crossed, learnt.classes, learnt.fields, None)])
+    assert len(same_level.alternatives) == 1  # one keyword apart: one expression
+
+
+def test_hex_values_read_with_and_without_0x_and_hold_at_the_top_of_int64() -> None:
+    texts = np.array([b"1a", b"0x1a", b"FF", b"0", b"7fffffffffffffff"])
+    assert hex_values(texts).tolist() == [26, 26, 255, 0, (1 << 63) - 1]
+    assert hex_values(np.array([b"0x" + b"f" * 20])).tolist() == [(1 << 63) - 1]
 
 
 def test_a_range_result_pickled_as_columns_gives_back_every_record_in_its_place() -> None:

@@ -36,11 +36,11 @@ from ncclscope.normalize import (
 )
 from ncclscope.parse.coarse import (
     COARSE_FAMILIES,
-    BlockWords,
     CoarseTemplate,
     span_words,
     word_classes,
 )
+from ncclscope.parse.coll_scan import CollScan, hex_values
 from ncclscope.parse.shapes import InsideValue, ShapeMover, coarse_key, shape_key
 from ncclscope.parse.templates import (
     HEX_DIGITS,
@@ -55,9 +55,8 @@ DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
 DECODE_MEMO = 4096  # decoded field sets kept per record shape (one per distinct value, e.g. per host)
-COARSE_CHUNK = 8192  # COLL lines of other widths read together (coarse.py): their memory stays small
+COARSE_CHUNK = 8192  # COLL lines of other widths read in one pass (coll_scan.py): their memory stays small
 COLL_PENDING_MAX = 50_000  # COLL lines kept (with their columns) before they are reduced together
-_ONE_LINE = np.zeros(1, dtype=np.intp)
 PROMOTE_MIN = 1024  # lines of one new word skeleton in a block worth learning it (fewer: read by a coarse template)
 COARSE_TEMPLATES_MAX = 32  # per coarse key: one per collective (AllReduce, Broadcast ...), a few more
 GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
@@ -532,6 +531,7 @@ class ShapeBook:
     # COLL lines of any widths (coarse.py): coarse key -> templates, and word skeleton -> its coarse key
     coarse_templates: dict[bytes, list[CoarseTemplate]] = field(default_factory=dict)
     coarse_words: dict[bytes, bytes | None] = field(default_factory=dict)
+    coll_scan: CollScan | None = None  # the coarse templates as one expression (coll_scan.py), made on use
     host_ids: dict[bytes, int] = field(default_factory=dict)
     known_hosts: set[str] = field(default_factory=set)
 
@@ -545,6 +545,7 @@ class NcclLogParser:
         self._coll_pending = 0  # lines in _coll_rows
         self._on_other = on_other
         shapes = shapes or ShapeBook()
+        self._book = shapes
         self._cache = shapes.cache
         self._parser = _parser()
         self._host_ids = shapes.host_ids
@@ -599,21 +600,20 @@ class NcclLogParser:
             self._exact(i, lines, word, groups, first_line)
         for word, indices in by_word.items():
             self._match_templates(word, indices, lines, groups, first_line)
-        rare: dict[bytes, list[int]] = defaultdict(list)  # coarse key -> lines of word skeletons seen rarely
+        rare: list[int] = []  # lines of word skeletons seen rarely
         for word, indices in by_coarse.items():
             if len(indices) < PROMOTE_MIN:
-                rare[coarse_key(word)].extend(indices)
+                rare.extend(indices)
                 continue
             # a width that recurs: its shape is learnt once, its lines read the fixed-width way
             self._exact(indices[0], lines, word, groups, first_line)
             if word in self._templates:
                 self._match_templates(word, indices[1:], lines, groups, first_line)
             else:
-                rare[coarse_key(word)].extend(indices[1:])
-        for key, indices in rare.items():
-            indices.sort()
-            for at in range(0, len(indices), COARSE_CHUNK):  # a block's word positions cost 16 bytes a word
-                self._match_coarse(key, indices[at : at + COARSE_CHUNK], lines, words, groups, first_line)
+                rare.extend(indices[1:])
+        rare.sort()
+        for at in range(0, len(rare), COARSE_CHUNK):  # a pass's rows hold a dozen values a line
+            self._match_coarse(rare[at : at + COARSE_CHUNK], lines, words, groups, first_line)
         for shape, indices in groups.items():
             self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
         if self._coll_rows:  # the rows hold their lines: reduced now, the block's memory goes back whole
@@ -645,6 +645,7 @@ class NcclLogParser:
                 self._templates.clear()
                 self._coarse_templates.clear()
                 self._coarse_words.clear()
+                self._book.coll_scan = None
             cache[skeleton] = shape
         if shape.plain and shape.recognized:
             known = self._templates.setdefault(word, [])
@@ -711,85 +712,110 @@ class NcclLogParser:
         known = self._coarse_templates.get(key, [])
         if len(known) >= COARSE_TEMPLATES_MAX or (known and not self._coarse_missed):
             return  # learnt for a line no coarse template was asked to read: most likely one already can
-        exemplar = BlockWords(shape.exemplar)
-        if any(t.matches(exemplar, _ONE_LINE).size for t in known):  # another width of a kind already known
+        scan = self._coll_scan()
+        if known and scan is not None and scan.rows(shape.exemplar)[0][0]:  # another width of a kind already known
             return
         template = _coarse_template(shape)
         if template is None:
             return
         self._coarse_templates[key] = [*known, template]
         self._coarse_words.clear()  # word skeletons that had no template may have one now
+        self._book.coll_scan = None
+
+    def _coll_scan(self) -> CollScan | None:
+        """The pass that reads the COLL lines the coarse templates know (coll_scan.py); None before the
+        first template."""
+        book = self._book
+        if book.coll_scan is None and self._coarse_templates:
+            book.coll_scan = CollScan(t for known in self._coarse_templates.values() for t in known)
+        return book.coll_scan
+
+    def _scanned_coll_calls(
+        self, scan: CollScan, rows: list[tuple[bytes, ...]], at: list[int], first_line: int
+    ) -> None:
+        """The COLL lines a pass read (rows[k] is the line at[k] of the block), as _coll_calls reads lines of
+        one shape: a batch of columns per template."""
+        read = [k for k, row in enumerate(rows) if row[0]]
+        if not read:
+            return
+        res = self._result
+        res.nccl_lines += len(read)
+        res.recognized += len(read)
+        res.families["coll_call"] += len(read)
+        several = len(scan.alternatives) > 1
+        for alternative in scan.alternatives:
+            groups = alternative.groups
+            mine = [k for k in read if rows[k][groups["op_count"]]] if several else read
+            if not mine:
+                continue
+            columns = list(zip(*[rows[k] for k in mine], strict=True))
+            where = np.asarray(at, dtype=np.int64)[mine]
+            if alternative.variant is None:
+                batches = [(next(iter(alternative.templates.values())), None)]
+            else:
+                keywords, which = np.unique(np.array(columns[alternative.variant]), return_inverse=True)
+                batches = [(alternative.templates[bytes(k)], which == n) for n, k in enumerate(keywords.tolist())]
+            hosts = self._host_ids_of(columns[groups["host"]]) if "host" in groups else np.full(len(mine), -1)
+            pids = np.array(columns[groups["pid"]]).astype(np.int64) if "pid" in groups else np.full(len(mine), -1)
+            ops = hex_values(np.array(columns[groups["op_count"]]))
+            comms = np.array(columns[groups["comm"]])
+            lines = columns[0]
+            for template, mask in batches:
+                if mask is None:
+                    picked = (pids, hosts, comms, ops, where + first_line, lines)
+                else:
+                    chosen = np.flatnonzero(mask)
+                    picked = (
+                        pids[chosen],
+                        hosts[chosen],
+                        comms[chosen],
+                        ops[chosen],
+                        where[chosen] + first_line,
+                        [lines[k] for k in chosen.tolist()],
+                    )
+                self._coll_rows.append((*picked, template))
+                self._coll_pending += len(picked[5])
+        if self._coll_pending >= COLL_PENDING_MAX:
+            self._reduce_coll_calls()
+
+    def _host_ids_of(self, names: tuple[bytes, ...]) -> np.ndarray:
+        """The ids (ShapeBook.host_ids) of host names, one per line."""
+        unique, inverse = np.unique(np.array(names), return_inverse=True)
+        host_ids = self._host_ids
+        ids = [host_ids.setdefault(bytes(u), len(host_ids)) for u in unique.tolist()]
+        return np.array(ids, dtype=np.int64)[inverse]
 
     def _match_coarse(
         self,
-        key: bytes,
         indices: list[int],
         lines: list[bytes],
         words: list[bytes],
         groups: dict[LineShape, list[int]],
         first_line: int,
     ) -> None:
-        """Lines of one coarse key, read with the first of its coarse templates each matches; the others
-        the exact way (which may add a template)."""
-        block = BlockWords(b"\n".join([lines[i] for i in indices]))
-        where = np.asarray(indices, dtype=np.intp)  # block line -> block-of-input line
-        rest = np.arange(len(indices))
-        tried = 0
-        while True:
-            templates = self._coarse_templates.get(key, [])
-            for template in templates[tried:]:
-                ok = template.matches(block, rest)
-                if ok.size:
-                    self._coarse_coll_calls(template, block, rest[ok], where, lines, first_line)
-                    rest = np.delete(rest, ok)
-                    if not rest.size:
-                        return
-            tried = len(templates)
-            # the first line no template reads is parsed the exact way; its shape may serve the others
-            i = int(where[rest[0]])
+        """COLL lines of word skeletons seen rarely, read by the coarse templates in one pass (coll_scan.py);
+        the first line none reads is parsed the exact way (which may add a template), then the others
+        are tried again."""
+        rest = indices
+        while rest:
+            scan = self._coll_scan()
+            if scan is None:
+                break
+            rows = scan.rows(b"\n".join([lines[i] for i in rest]))
+            if len(rows) != len(rest):  # cannot be: lines hold no b"\n"; read them the exact way then
+                break
+            self._scanned_coll_calls(scan, rows, rest, first_line)
+            rest = [i for i, row in zip(rest, rows, strict=True) if not row[0]]
+            if not rest:
+                return
             self._coarse_missed = True
-            self._exact(i, lines, words[i], groups, first_line)
+            self._exact(rest[0], lines, words[rest[0]], groups, first_line)
             self._coarse_missed = False
             rest = rest[1:]
-            if not rest.size:
-                return
-            if len(self._coarse_templates.get(key, [])) == tried:  # no new template: the rest the exact way
-                for i in where[rest].tolist():
-                    self._exact(i, lines, words[i], groups, first_line)
-                return
-
-    def _coarse_coll_calls(
-        self,
-        template: CoarseTemplate,
-        block: BlockWords,
-        rows: np.ndarray,
-        where: np.ndarray,
-        lines: list[bytes],
-        first_line: int,
-    ) -> None:
-        """COLL lines a coarse template matched, as _coll_calls reads lines of one shape."""
-        n = len(rows)
-        res = self._result
-        res.nccl_lines += n
-        res.recognized += n
-        res.families["coll_call"] += n
-        host_text = template.text(block, rows, "host")
-        if host_text is None:
-            hosts = np.full(n, -1, dtype=np.int64)
-        else:
-            uniq, inverse = np.unique(host_text, return_inverse=True)
-            ids = [self._host_ids.setdefault(bytes(u), len(self._host_ids)) for u in uniq.tolist()]
-            hosts = np.array(ids, dtype=np.int64)[inverse]
-        pids = template.number(block, rows, "pid", 10)
-        if pids is None:
-            pids = np.full(n, -1, dtype=np.int64)
-        ops = template.number(block, rows, "op_count", 16)
-        comms = template.text(block, rows, "comm")
-        at = where[rows]
-        self._coll_rows.append((pids, hosts, comms, ops, at + first_line, [lines[i] for i in at.tolist()], template))
-        self._coll_pending += n
-        if self._coll_pending >= COLL_PENDING_MAX:
-            self._reduce_coll_calls()
+            if self._book.coll_scan is scan:  # no new template: the rest the exact way
+                break
+        for i in rest:
+            self._exact(i, lines, words[i], groups, first_line)
 
     def _note_last(self, lines: list[bytes], first_line: int) -> None:
         """What the last non-empty line of the block is (truncation: does the input stop mid-listing?)."""
