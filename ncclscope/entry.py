@@ -13,6 +13,9 @@ import types
 
 # commands that never load numpy (help neither): they need not pay for loading it early
 WITHOUT_NUMPY = frozenset({"schema", "version"})
+# commands that read their inputs with the workers of reading.py, which may start before the command line
+READING_COMMANDS = frozenset({"parse", "analyze", "report"})
+LARGE_FILE_BYTES = 48 * 1024 * 1024  # split.SPLIT_MIN_BYTES, not imported: split.py loads the parser
 
 
 def main() -> None:
@@ -31,11 +34,27 @@ def main() -> None:
         _pydantic_plugin_loader_that_finds_none()
     if len(sys.argv) > 1 and sys.argv[1] not in WITHOUT_NUMPY and not {"--help", "-h"} & set(sys.argv):
         _load_numpy_single_threaded()
+    if sys.argv[1:2] and sys.argv[1] in READING_COMMANDS and any(map(_large_file, sys.argv[2:])):
+        from ncclscope import workers
+
+        workers.start_early(sys.argv[2:])  # the workers parse while the command line loads (workers.py)
     from ncclscope.cli import main as run_cli
 
     gc.freeze()
     gc.enable()
-    run_cli()
+    try:
+        run_cli()
+    finally:
+        if "ncclscope.workers" in sys.modules:
+            sys.modules["ncclscope.workers"].discard_early()
+
+
+def _large_file(arg: str) -> bool:
+    """A regular file that split.py may read in byte ranges (a first look, by its size only)."""
+    try:
+        return os.stat(arg).st_size >= LARGE_FILE_BYTES
+    except (OSError, ValueError):
+        return False
 
 
 def _pydantic_plugin_loader_that_finds_none() -> None:

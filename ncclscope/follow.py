@@ -34,9 +34,9 @@ from ncclscope.growing import FollowedInput, analysis_due
 from ncclscope.model import Analysis, Case
 from ncclscope.parse.source import parse_input
 from ncclscope.progress import JUDGED_AT_END, waiting_report
-from ncclscope.reading import gc_paused
 from ncclscope.render.findings import headline, print_finding
 from ncclscope.sources import InputFile
+from ncclscope.workers import gc_paused
 
 POLL_SECONDS = 0.25  # how often a quiet input is looked at again
 

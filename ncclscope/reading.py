@@ -8,25 +8,18 @@ Exit status contract (shared by every command that reads inputs):
 
 from __future__ import annotations
 
-import gc
-import os
-import signal
-from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from ncclscope import interrupts
+from ncclscope import interrupts, workers
 from ncclscope.assemble import Assembly
 from ncclscope.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.model import Case, RunRecord
-from ncclscope.parse import nccl_log, split
-from ncclscope.parse.source import JoinedRanges, ParsedInput, parse_input, parse_range
-from ncclscope.parse.split import RangePart, byte_ranges, can_split
+from ncclscope.parse.source import JoinedRanges, ParsedInput, parse_input
+from ncclscope.parse.split import RangePart
 from ncclscope.sources import RUN_MANIFEST, InputFile, expand_inputs, run_manifest
 
 __all__ = [
@@ -93,8 +86,8 @@ def read_files(
     """Inputs already expanded (`problems`: paths that could not be used; `paths`: as named).
     `progress` is called with the size of each block read; giving it reads the inputs in this process.
     `kept_to_exit`: the caller keeps what was read until the process ends (a command that runs once),
-    so it is frozen out of the collector's reach (gc_paused) instead of walked once more."""
-    with gc_paused(frozen_after=kept_to_exit):
+    so it is frozen out of the collector's reach (workers.gc_paused) instead of walked once more."""
+    with workers.gc_paused(frozen_after=kept_to_exit):
         case, unread = _read_all(files, 1 if progress else jobs, progress)
     messages = list(problems)
     unusable = bool(problems)
@@ -147,19 +140,20 @@ def _read_all(
     files: list[InputFile], jobs: int | None, progress: Callable[[int], None] | None
 ) -> tuple[Case, list[str]]:
     """The inputs parsed and assembled, and the names of those a Ctrl-C or SIGTERM left unread (interrupts.py)."""
-    workers = _workers(files, jobs)
+    count = workers.count(files, jobs)
     unread: list[str] = []
     inputs = _InOrder()
     with interrupts.stop_signals():
-        if workers <= 1:
+        if count <= 1:
+            workers.discard_early()  # started for a reading that turned out otherwise (one process)
             for item in files:
                 if interrupts.requested() is not None:
                     unread.append(item.display)
                 else:
                     inputs.add(item, parse_input(item, progress))
             return inputs.assembly.finish(), unread
-        tasks = _tasks(files, workers)
-        results = _pool_results(tasks, workers)
+        tasks = workers.tasks(files, count)
+        results = _pool_results(tasks, count)
         try:
             at = 0
             for item in files:
@@ -179,6 +173,36 @@ def _read_all(
         finally:
             results.close()
     return inputs.assembly.finish(), unread
+
+
+def _pool_results(tasks: list[InputFile], count: int) -> Generator[ParsedInput | RangePart | None, None, None]:
+    """Every task in a worker process, its result given in task order as soon as it is there; after a
+    stop request, the tasks finished by then (None for the rest)."""
+    pool = workers.adopt(tasks, count) or workers.start(tasks, count)
+    futures = pool.futures
+    finished = False
+    try:
+        while futures:
+            future = futures.popleft()  # the result is the reader's to keep or to let go
+            try:
+                with interrupts.waiting_for_input():  # a stop request ends the wait at once
+                    result = future.result()
+            except interrupts.ReadingStopped:
+                kept = [
+                    f.result() if f.done() and not f.cancelled() and f.exception() is None else None
+                    for f in [future, *futures]
+                ]
+                workers.stop(pool)
+                finished = True
+                yield from kept
+                return
+            yield result
+        finished = True
+    finally:
+        if finished:
+            pool.executor.shutdown(wait=True)
+        else:  # an error, or the reader gave up: no worker is waited for
+            workers.stop(pool)
 
 
 def _continues(task: InputFile) -> bool:
@@ -215,116 +239,3 @@ def _join_ranges(
         joined.stopped_by(interrupts.requested())
     inputs.add(item, joined.finish())
     return True
-
-
-def _pool_results(tasks: list[InputFile], workers: int) -> Generator[ParsedInput | RangePart | None, None, None]:
-    """Every task in a worker process, its result given in task order as soon as it is there; after a
-    stop request, the tasks finished by then (None for the rest)."""
-    from concurrent.futures import ProcessPoolExecutor  # 30 ms of imports: only here
-
-    nccl_log._parser()  # build the grammar once; forked workers inherit it
-    _keep_freed_memory()
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_ctrl_c)
-    futures = deque(pool.submit(_run_task, task) for task in tasks)
-    finished = False
-    try:
-        while futures:
-            future = futures.popleft()  # the result is the reader's to keep or to let go
-            try:
-                with interrupts.waiting_for_input():  # a stop request ends the wait at once
-                    result = future.result()
-            except interrupts.ReadingStopped:
-                kept = [
-                    f.result() if f.done() and not f.cancelled() and f.exception() is None else None
-                    for f in [future, *futures]
-                ]
-                _stop_workers(pool)
-                finished = True
-                yield from kept
-                return
-            yield result
-        finished = True
-    finally:
-        if finished:
-            pool.shutdown(wait=True)
-        else:  # an error, or the reader gave up: no worker is waited for
-            _stop_workers(pool)
-
-
-def _stop_workers(pool: Any) -> None:
-    workers_left = list(getattr(pool, "_processes", {}).values())  # no public way to stop a busy worker
-    for process in workers_left:
-        process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in workers_left:
-        process.join(timeout=10)
-
-
-def _keep_freed_memory() -> None:
-    """glibc gives freed memory back to the system at once and maps large blocks afresh: reading a
-    large file frees and takes back hundreds of MB of blocks, and each page taken again costs a fault
-    (a third of the system time of a 100 MB read). Kept memory counts in the peak: about 25 MB more
-    on the 1 GB mixed bench log (still under the 300 MB target). Elsewhere (musl, macOS) nothing changes."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # glibc malloc.h
-        libc.mallopt(m_mmap_threshold, 32 << 20)
-        libc.mallopt(m_trim_threshold, 256 << 20)
-        libc.mallopt(m_top_pad, 64 << 20)
-    except (OSError, AttributeError):
-        pass
-
-
-def _ignore_ctrl_c() -> None:
-    """Workers leave Ctrl-C (sent to the whole process group) to the parent, which keeps their results;
-    SIGTERM, the parent's way to stop a busy worker, ends them (not the parent's stop request, forked with them)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _tasks(files: list[InputFile], workers: int) -> list[InputFile]:
-    """Whole files, and large files cut into byte ranges so that every worker has work (split.py)."""
-    tasks: list[InputFile] = []
-    per_file = max(1, workers // max(1, len(files)))  # several large files: each gets its share of workers
-    for item in files:
-        if per_file > 1 and can_split(item):
-            spans = byte_ranges(item.path, per_file * split.RANGES_PER_WORKER, split.RANGE_MIN_BYTES, per_file)
-            tasks.extend(InputFile(item.path, item.display, span) for span in spans)
-        else:
-            tasks.append(item)
-    return tasks
-
-
-def _run_task(task: InputFile) -> ParsedInput | RangePart:
-    with gc_paused():
-        return parse_range(task) if task.span is not None else parse_input(task)
-
-
-@contextmanager
-def gc_paused(frozen_after: bool = False) -> Iterator[None]:
-    """No cyclic garbage collection while reading: parsing makes millions of small objects and few
-    cycles, and every full collection walks them all (a quarter of the time of a large log).
-    `frozen_after`: what is alive at the end is frozen (gc.freeze) before collection resumes, for a
-    caller that keeps it to the end of the process; else the first full collection after the pause
-    walks all of it (0.1 s after a 100 MB log). The few cycles already garbage then are never freed."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if frozen_after:
-            gc.freeze()
-        if was_enabled:
-            gc.enable()
-
-
-def _workers(files: list[InputFile], jobs: int | None) -> int:
-    if any(f.is_stdin for f in files):
-        return 1
-    cores = os.cpu_count() or 1
-    if jobs is not None:
-        cores = max(1, jobs)
-    splittable = sum(1 for f in files if can_split(f))
-    return max(1, min(cores, max(len(files), cores if splittable else 1)))

@@ -226,12 +226,12 @@ SECOND_RANGE: list[int] = []  # where the second byte range starts (set before t
 
 
 def _slow_after_the_first_range(task):  # type: ignore[no-untyped-def]
-    """A worker's task (forked: it replaces reading._run_task there too): the first range is parsed;
+    """A worker's task (forked: it replaces workers.run_task there too): the first range is parsed;
     the second asks the parent to stop, as one Ctrl-C would; every later one would take a minute."""
-    from ncclscope import reading
+    from ncclscope.parse.source import parse_range
 
     if task.span is None or task.span[0] == 0:
-        return reading.parse_range(task)
+        return parse_range(task)
     if task.span[0] == SECOND_RANGE[0]:
         time.sleep(2.0)  # the first range is done by then
         os.kill(os.getppid(), signal.SIGINT)
@@ -241,14 +241,14 @@ def _slow_after_the_first_range(task):  # type: ignore[no-untyped-def]
 
 def test_ctrl_c_while_workers_parse_one_large_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The byte ranges finished before Ctrl-C are kept, in order; busy workers are stopped at once."""
-    from ncclscope import reading
+    from ncclscope import reading, workers
     from ncclscope.parse import split
 
     big = tmp_path / "big.log"
     big.write_bytes(SOCKET_LOG.read_bytes() * 400)
     monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
     monkeypatch.setattr(split, "RANGE_MIN_BYTES", 64 * 1024)
-    monkeypatch.setattr(reading, "_run_task", _slow_after_the_first_range)
+    monkeypatch.setattr(workers, "run_task", _slow_after_the_first_range)
     spans = split.byte_ranges(str(big), 2 * split.RANGES_PER_WORKER, split.RANGE_MIN_BYTES)
     monkeypatch.setattr(sys.modules[__name__], "SECOND_RANGE", [spans[1][0]])
     started = time.monotonic()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope import reading
+from ncclscope import reading, workers
 from ncclscope.parse import split
 from ncclscope.reading import read_case
 from ncclscope.sources import InputFile
@@ -64,7 +64,7 @@ def test_a_file_is_cut_into_a_multiple_of_the_workers_ranges(
 @pytest.mark.parametrize("jobs", [2, 5])
 def test_a_file_read_in_ranges_gives_the_case_one_process_gives(big_mixed_file: Path, jobs: int) -> None:
     item = InputFile(str(big_mixed_file), str(big_mixed_file))
-    assert len(reading._tasks([item], jobs)) == jobs * split.RANGES_PER_WORKER  # it really is cut
+    assert len(workers.tasks([item], jobs)) == jobs * split.RANGES_PER_WORKER  # it really is cut
     serial = read_case([str(big_mixed_file)], jobs=1)
     parallel = read_case([str(big_mixed_file)], jobs=jobs)
     assert parallel.exit_code == serial.exit_code
@@ -78,7 +78,7 @@ def test_several_large_files_share_the_workers(big_mixed_file: Path, tmp_path: P
     other = tmp_path / "second.log"
     other.write_bytes(big_mixed_file.read_bytes())
     items = [InputFile(str(p), str(p)) for p in (big_mixed_file, other)]
-    assert len(reading._tasks(items, 4)) == 4 * split.RANGES_PER_WORKER  # two workers' ranges each
+    assert len(workers.tasks(items, 4)) == 4 * split.RANGES_PER_WORKER  # two workers' ranges each
     serial = read_case([str(big_mixed_file), str(other)], jobs=1)
     parallel = read_case([str(big_mixed_file), str(other)], jobs=4)
     assert parallel.case.model_dump() == serial.case.model_dump()
@@ -172,7 +172,7 @@ def test_records_that_lost_their_host_name_read_in_ranges_give_the_case_one_proc
     target.write_text("\n".join(lines) + "\n")
     serial = read_case([str(target)], jobs=1)
     parallel = read_case([str(target)], jobs=2)
-    assert len(reading._tasks([InputFile(str(target), str(target))], 2)) > 2
+    assert len(workers.tasks([InputFile(str(target), str(target))], 2)) > 2
     assert parallel.case.model_dump() == serial.case.model_dump()
     (node9,) = [p for p in parallel.case.processes if p.pid == 4242]
     assert (node9.host, node9.network) == ("node9", "IB")
