@@ -1,10 +1,11 @@
 """The processes that parse inputs: whole files, or the byte ranges of one large file (parse/split.py).
 
-Which tasks, how many workers, the pool that runs them, and an early start. A reading command spends
-its first third of a second loading typer, pydantic's models and the rules while one core idles, and
-the workers need none of that: they use the log parser alone. So entry.py calls `start_early` with
-the arguments of a reading command before it loads the command line; when they name one existing
-file large enough to be read in ranges, the workers are forked and given their ranges at once.
+Which tasks, how many workers, the pool that runs them, and an early start. Once its parsers are
+loaded, a reading command still spends a tenth of a second or more loading typer and the rules and
+reading its command line while one core idles, and the workers need none of that. So entry.py calls
+`start_early` with the arguments of a reading command before it loads the command line; when they
+name one existing file large enough to be read in ranges, the workers are forked and given their
+ranges at once.
 reading.py adopts them when the tasks it makes are the same (the same file and ranges, as many
 workers); whatever else the command line turns out to mean (`--help`, a misread option, `--follow`),
 `discard_early` stops them, and nothing they did is kept.
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 # options of the reading commands (parse, analyze, report) followed by a value, not by an input
 VALUE_OPTIONS = frozenset({"-f", "--format", "-o", "--output", "--select", "--ignore", "--fail-on", "--idle"})
-NOT_IN_RANGES = frozenset({"--follow", "--redact", "--help", "-h"})  # read another way, or not at all
+NOT_IN_RANGES = frozenset({"--follow", "-F", "--redact", "--help", "-h"})  # read another way, or not at all
 
 
 @dataclass

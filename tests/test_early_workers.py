@@ -72,6 +72,7 @@ def test_workers_started_for_other_tasks_are_stopped_and_the_reading_starts_its_
     "args",
     [
         ["--follow", "{log}"],  # read as it grows, not in ranges
+        ["-F", "{log}"],
         ["--redact", "{log}"],  # read from a redacted copy
         ["{log}", "--help"],
         ["{log}", "{log}"],  # several inputs share the workers their own way
