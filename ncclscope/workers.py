@@ -104,12 +104,20 @@ def start(work: list[InputFile], workers: int) -> Pool:
 def stop(pool: Pool) -> None:
     """Stops the workers at once, busy or not; what they were doing is lost."""
     executor = pool.executor
-    workers_left = list(getattr(executor, "_processes", {}).values())  # no public way to stop a busy worker
+    # no public way to stop a busy worker; `_processes` is None once the pool has shut down
+    workers_left = list((getattr(executor, "_processes", None) or {}).values())
+    results = getattr(executor, "_result_queue", None)  # shutdown() lets go of it
     for process in workers_left:
         process.terminate()
     executor.shutdown(wait=False, cancel_futures=True)
     for process in workers_left:
         process.join(timeout=10)
+    # A worker stopped while it sent a result leaves half a message in the pipe; the pool's thread that
+    # reads it waits for the rest, and holds up the end of the process (Python joins that thread). This
+    # process's own copy of the pipe's sending end is the last one open: closed, the read ends.
+    sending_end = getattr(results, "_writer", None)
+    if sending_end is not None:
+        sending_end.close()
 
 
 def _keep_freed_memory() -> None:

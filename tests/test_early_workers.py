@@ -137,3 +137,31 @@ def test_a_command_line_error_after_an_early_start_stops_the_workers(tmp_path: P
     assert run.returncode == 2
     assert "No such option" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+STOPPED_MID_SEND = """
+import os, struct, sys, time
+from ncclscope import workers
+from ncclscope.sources import InputFile
+
+def half_a_result(task):
+    # as if stopped while sending its result: a message's length, a few of its bytes, then nothing
+    result_queue = sys._getframe(1).f_locals["result_queue"]  # concurrent.futures' _process_worker
+    os.write(result_queue._writer.fileno(), struct.pack("!i", 1 << 20) + b"partial")
+    time.sleep(120)
+
+workers.run_task = half_a_result
+pool = workers.start([InputFile("a.log", "a.log", (0, 1))], 1)
+time.sleep(1.0)  # the pool's thread has read the length and waits for the rest
+workers.stop(pool)
+print("stopped", flush=True)
+"""
+
+
+def test_workers_stopped_while_sending_a_result_do_not_hold_up_the_end_of_the_process() -> None:
+    """workers.stop closes this process's end of the result pipe: without it the pool's thread waits
+    for the rest of the half-sent message for ever, and Python waits for that thread at exit."""
+    run = subprocess.run(
+        [sys.executable, "-c", STOPPED_MID_SEND], capture_output=True, text=True, timeout=90, cwd=Path(__file__).parent
+    )
+    assert (run.returncode, run.stdout.strip()) == (0, "stopped"), run.stderr[-2000:]
