@@ -52,10 +52,10 @@ class CollScan:
         self.alternatives: list[Alternative] = []
         group = 1  # row[0] is the whole COLL line, whichever expression read it
         for members in kinds.values():
-            for part in _shared(members):
+            for part, texts, variant in _shared(members):
                 if len(self.alternatives) == ALTERNATIVES_MAX:
                     break
-                body, alternative, group = _alternative(part, group)
+                body, alternative, group = _alternative(part, texts, variant, group)
                 bodies.append(body)
                 self.alternatives.append(alternative)
         # `^.*$`: a line no expression reads still gives its row (of empty values), so rows and lines pair up
@@ -71,23 +71,30 @@ def _words(exemplar: bytes) -> list[tuple[int, int]]:
     return [m.span() for m in VALUE_RE.finditer(exemplar)]
 
 
-def _shared(members: list[CoarseTemplate]) -> list[list[CoarseTemplate]]:
-    """Templates of one coarse key and word classes, in the groups one expression may read: all of them
+Words = list[bytes]  # the words of an exemplar (VALUE_RE), in order
+
+
+def _shared(members: list[CoarseTemplate]) -> list[tuple[list[CoarseTemplate], list[Words], int | None]]:
+    """Templates of one coarse key and word classes, in the groups one expression may read, each with
+    its templates' words and the word where their keywords differ (None: one template): all of them
     when their keywords differ in one word at most, else each alone (an expression that let each word
     vary would read combinations that no template reads)."""
     texts = [[t.exemplar[a:b] for a, b in _words(t.exemplar)] for t in members]
     classes = members[0].classes
     differ = [i for i, c in enumerate(classes) if c == FIXED and len({words[i] for words in texts}) > 1]
-    return [members] if len(differ) <= 1 else [[t] for t in members]
+    if len(differ) <= 1:
+        return [(members, texts, differ[0] if differ else None)]
+    return [([t], [words], None) for t, words in zip(members, texts, strict=True)]
 
 
-def _alternative(part: list[CoarseTemplate], group: int) -> tuple[bytes, Alternative, int]:
-    """The expression of templates that differ in one keyword at most, its groups numbered from `group`."""
+def _alternative(
+    part: list[CoarseTemplate], texts: list[Words], variant: int | None, group: int
+) -> tuple[bytes, Alternative, int]:
+    """The expression of templates whose keywords differ in word `variant` only, its groups numbered
+    from `group`."""
     first = part[0]
     exemplar, classes = first.exemplar, first.classes
     words = _words(exemplar)
-    texts = [[t.exemplar[a:b] for a, b in _words(t.exemplar)] for t in part]
-    variant = next((i for i, c in enumerate(classes) if c == FIXED and len({w[i] for w in texts}) > 1), None)
     opens: dict[int, list[str]] = {}
     closes: dict[int, int] = {}
     for name in FIELDS:

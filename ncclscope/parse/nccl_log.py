@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -778,9 +778,9 @@ class NcclLogParser:
         if self._coll_pending >= COLL_PENDING_MAX:
             self._reduce_coll_calls()
 
-    def _host_ids_of(self, names: tuple[bytes, ...]) -> np.ndarray:
+    def _host_ids_of(self, names: Sequence[bytes] | np.ndarray) -> np.ndarray:
         """The ids (ShapeBook.host_ids) of host names, one per line."""
-        unique, inverse = np.unique(np.array(names), return_inverse=True)
+        unique, inverse = np.unique(np.asarray(names), return_inverse=True)
         host_ids = self._host_ids
         ids = [host_ids.setdefault(bytes(u), len(host_ids)) for u in unique.tolist()]
         return np.array(ids, dtype=np.int64)[inverse]
@@ -1196,10 +1196,7 @@ class NcclLogParser:
         span = record.prefix.get("host")
         if span is None:
             return np.full(n, -1, dtype=np.int64)
-        values = column(span)
-        uniq, inverse = np.unique(values, return_inverse=True)
-        ids = np.array([self._host_ids.setdefault(bytes(u), len(self._host_ids)) for u in uniq], dtype=np.int64)
-        return ids[inverse]
+        return self._host_ids_of(column(span))
 
     @staticmethod
     def _int_column(column: Callable[[Span], np.ndarray], span: Any, n: int, default: int = -1) -> np.ndarray:
