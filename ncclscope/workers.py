@@ -102,22 +102,31 @@ def start(work: list[InputFile], workers: int) -> Pool:
 
 
 def stop(pool: Pool) -> None:
-    """Stops the workers at once, busy or not; what they were doing is lost."""
+    """Stops the workers at once, busy or not; what they were doing is lost. When it returns, every
+    worker has ended and been reaped."""
     executor = pool.executor
     # no public way to stop a busy worker; `_processes` is None once the pool has shut down
     workers_left = list((getattr(executor, "_processes", None) or {}).values())
-    results = getattr(executor, "_result_queue", None)  # shutdown() lets go of it
+    results = getattr(executor, "_result_queue", None)  # shutdown() lets go of these two
+    pool_thread = getattr(executor, "_executor_manager_thread", None)
     for process in workers_left:
-        process.terminate()
+        # SIGKILL, not SIGTERM: a worker forked a moment ago has not yet run its initializer and still
+        # carries the parent's handlers, which may catch SIGTERM (interrupts.py, or a host program's)
+        process.kill()
     executor.shutdown(wait=False, cancel_futures=True)
-    for process in workers_left:
-        process.join(timeout=10)
     # A worker stopped while it sent a result leaves half a message in the pipe; the pool's thread that
     # reads it waits for the rest, and holds up the end of the process (Python joins that thread). This
     # process's own copy of the pipe's sending end is the last one open: closed, the read ends.
     sending_end = getattr(results, "_writer", None)
     if sending_end is not None:
         sending_end.close()
+    # That thread, seeing its workers gone, reaps them too: whichever of it and join() below waits
+    # first takes a worker's exit status, and the other is told the worker is still running until that
+    # thread has stored it. Its end, then, is when all of them are known to have ended.
+    if pool_thread is not None:
+        pool_thread.join(timeout=10)
+    for process in workers_left:
+        process.join(timeout=10)
 
 
 def _keep_freed_memory() -> None:
@@ -139,7 +148,7 @@ def _keep_freed_memory() -> None:
 
 def _ignore_ctrl_c() -> None:
     """Workers leave Ctrl-C (sent to the whole process group) to the parent, which keeps their results;
-    SIGTERM, the parent's way to stop a busy worker, ends them (not the parent's stop request, forked with them)."""
+    SIGTERM ends them (not the parent's stop request, forked with them). The parent stops them with SIGKILL."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

@@ -4,8 +4,10 @@ they were given its own tasks, stops them when not, and the Case is the one a si
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -109,7 +111,8 @@ def test_the_entry_point_stops_the_early_workers_of_a_command_that_did_not_read(
     big_log: Path, pools_started: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """entry.main, in this process: the workers start for the file, typer refuses an option, and the
-    workers are stopped on the way out, not left to parse the file for nothing."""
+    workers are stopped on the way out, not left to parse the file for nothing. When stop returns they
+    have all been reaped (the pool's own thread reaps them too: CI once saw one not yet marked ended)."""
     monkeypatch.setattr(entry, "LARGE_FILE_BYTES", 1)
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "none-here")  # pydantic's own plugin loader stays
     monkeypatch.setattr(sys, "argv", ["ncclscope", "parse", str(big_log), "--no-such-option"])
@@ -165,3 +168,31 @@ def test_workers_stopped_while_sending_a_result_do_not_hold_up_the_end_of_the_pr
         [sys.executable, "-c", STOPPED_MID_SEND], capture_output=True, text=True, timeout=90, cwd=Path(__file__).parent
     )
     assert (run.returncode, run.stdout.strip()) == (0, "stopped"), run.stderr[-2000:]
+
+
+def test_workers_stopped_before_their_initializer_ran_end_even_when_the_parent_catches_sigterm(
+    big_log: Path, pools_started: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker forked a moment ago still has the parent's signal handlers until its initializer runs.
+    Where the parent catches SIGTERM (interrupts.py while reading, or a program that imports ncclscope),
+    a SIGTERM sent then only calls that handler, and the worker goes on with its ranges: stop must not
+    rely on it. The workers end by the stop (a signal), not by finishing their work."""
+    slow_start = workers._ignore_ctrl_c
+
+    def late_initializer() -> None:
+        time.sleep(1.0)  # the stop arrives while the parent's handler is still in place
+        slow_start()
+
+    monkeypatch.setattr(workers, "_ignore_ctrl_c", late_initializer)
+    caught: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))
+    try:
+        STARTED_PROCESSES.clear()
+        workers.start_early([str(big_log), "-j", "2"])
+        started = list(STARTED_PROCESSES)
+        assert started
+        workers.discard_early()
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert [process.exitcode is not None and process.exitcode < 0 for process in started] == [True] * len(started)
+    assert caught == []  # the parent itself was never signalled
