@@ -292,6 +292,12 @@ def _rdma(e: Event, path: str) -> Iterator[Fact]:
         )
 
 
+def _net_ib(e: Event, path: str) -> Iterator[Fact]:
+    """A NET/IB line other than a GDR one (those, one per HCA and process, are most NET/IB lines of a
+    large job and state GDR alone: FACTS sends them to _gdr without this chain)."""
+    return chain(_interfaces(e, path), _completion(e, path), _rdma(e, path))
+
+
 def _p2p(e: Event, path: str) -> Iterator[Fact]:
     f = e.fields
     if e.family == "check_p2p_type":
@@ -345,7 +351,7 @@ def _sysfs(e: Event, path: str) -> Iterator[Fact]:
 
 FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "bootstrap": _interfaces,
-    "net_ib": lambda e, p: chain(_interfaces(e, p), _gdr(e, p), _completion(e, p), _rdma(e, p)),
+    "net_ib": lambda e, p: _gdr(e, p) if "gdr" in e.fields else _net_ib(e, p),
     "net_ib_gin": _completion,
     "net_socket": lambda e, p: chain(_interfaces(e, p), _socket(e, p)),
     "gdr": _gdr,
