@@ -30,7 +30,7 @@ from ncclscope.parse.nccl_log import Event
 FACTS_LIMIT = 5000  # facts kept per kind; the rest are counted in Case.facts_capped
 # A handler yields (kind, builder): the fact is built only while its kind has room, so a log of a
 # thousand ranks does not build ten thousand models only to count them.
-Fact = tuple[str, Callable[[], Any]]
+Fact = tuple[str, Callable[..., Any]]  # called with no argument; a lambda binds its loop values by defaults
 
 
 def as_int(value: Any) -> int | None:
@@ -244,14 +244,14 @@ def _socket(e: Event, path: str) -> Iterator[Fact]:
         )
     elif e.family == "socket_failure":
         problem = next((SOCKET_PROBLEMS[k] for k in f if k in SOCKET_PROBLEMS), "other")
-        caller = f.get("socket_caller")
+        printed_caller = f.get("socket_caller")
         peer = find(f, "peer")
         retry = find(f, "socket_retry")
         yield (
             "socket_failures",
             lambda: SocketFailure(
                 problem=problem,  # type: ignore[arg-type]
-                caller="Net" if caller is True else (str(caller) if caller else None),
+                caller="Net" if printed_caller is True else (str(printed_caller) if printed_caller else None),
                 call=find(f, "socket_call") or ("connect" if problem == "connect_failed" else None),
                 peer=peer,
                 peer_address=without_port(peer),

@@ -146,7 +146,7 @@ class FrameworkReader:
             waiting, self._wants_ran = self._wants_ran, None
             ran = _parse(stripped, "ran")
             if ran is not None:
-                waiting.ran_ms = int(next(ran.find_data("ran_ms")).children[0])
+                waiting.ran_ms = int(str(next(ran.find_data("ran_ms")).children[0]))
                 self.lines += 1
                 return True
         if self._last_error is not None and stripped:

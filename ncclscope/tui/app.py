@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -376,13 +377,13 @@ class NcclscopeApp(App[int]):
     def palette_commands(self) -> list[PaletteCommand]:
         """What the command palette offers besides Textual's own commands."""
         commands = [
-            PaletteCommand(f"Show {title}", f"Key {number}", lambda tab=tab: self.action_show_tab(tab))
+            PaletteCommand(f"Show {title}", f"Key {number}", partial(self.action_show_tab, tab))
             for number, (tab, title, _) in enumerate(TABS, start=1)
         ]
         commands.append(PaletteCommand("Toggle dark/light theme", "Key ctrl+t", self.action_toggle_theme))
         if self.view is not None:
             commands.extend(
-                PaletteCommand(f"Finding {f.code}: {f.message[:80]}", f.severity, lambda code=f.code: self._open(code))
+                PaletteCommand(f"Finding {f.code}: {f.message[:80]}", f.severity, partial(self._open, f.code))
                 for f in self.view.analysis.findings
             )
         return commands

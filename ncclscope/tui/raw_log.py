@@ -6,6 +6,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from rich.segment import Segment
@@ -182,12 +183,12 @@ class LogLines(ScrollView, can_focus=True):
         Binding("end", "edge(1)", "Last line", show=False),
     ]
 
-    def __init__(self, **kwargs: str) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.index: LineIndex | None = None
         self.rows: GrowingArray | None = None  # the line numbers shown when filtered; None: every line
         self.cursor = 0  # a row
-        self.anchor: int | None = None  # the line the cursor stays on while filtered rows arrive
+        self.anchor_line: int | None = None  # the line the cursor stays on while filtered rows arrive
         self.marked: frozenset[int] = frozenset()
         self.needle = ""  # search text, highlighted
         self.tail = False  # the cursor is on the last row and stays there as lines arrive (End, like tail -f)
@@ -228,7 +229,7 @@ class LogLines(ScrollView, can_focus=True):
             self._texts.clear()
             self._width = 0
         # only filtered rows move under the cursor as they arrive; indexed lines never do
-        self.index, self.rows, self.anchor = index, rows, line if rows is not None else None
+        self.index, self.rows, self.anchor_line = index, rows, line if rows is not None else None
         self.cursor = 0
         self.rows_changed()
         if line is not None:
@@ -239,8 +240,8 @@ class LogLines(ScrollView, can_focus=True):
         if self.tail and self.row_count:
             self.cursor = self.row_count - 1
             self._scroll_to_cursor(center=False)
-        elif self.anchor is not None and self.row_count:
-            self.cursor = self.first_row_from(self.anchor)
+        elif self.anchor_line is not None and self.row_count:
+            self.cursor = self.first_row_from(self.anchor_line)
             self._scroll_to_cursor(center=True)
         self._resize()
         self.refresh()
@@ -270,7 +271,7 @@ class LogLines(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
 
     def _user_move(self, row: int) -> None:
-        self.anchor = None
+        self.anchor_line = None
         self.move_to(row)
         self.tail = self.row_count > 0 and self.cursor == self.row_count - 1
 
@@ -392,7 +393,7 @@ class RawLogPane(Vertical):
         Binding("escape", "close_search", "Close search", show=False),
     ]
 
-    def __init__(self, **kwargs: str) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._files: dict[str, str] = {}
         self._indexes: dict[str, LineIndex] = {}
@@ -478,9 +479,9 @@ class RawLogPane(Vertical):
         host = self.query_one("#raw-host", Select)
         host.set_options([(h.name or "(empty host name)", h.name) for h in case.hosts])
         host.disabled = not case.hosts
-        rank = self.query_one("#raw-rank", Select)
-        rank.set_options([(f"rank {r}", r) for r in sorted(self._origins)])
-        rank.disabled = not self._origins
+        ranks = self.query_one("#raw-rank", Select)
+        ranks.set_options([(f"rank {r}", r) for r in sorted(self._origins)])
+        ranks.disabled = not self._origins
         lines = self._view_lines
         lines.marked = self._marked.get(self._source or "", frozenset())
         lines.set_needle(lines.needle)  # redraw with the marks
@@ -514,7 +515,7 @@ class RawLogPane(Vertical):
             self.notify(f"Filters cleared to show line {line}", title="Raw log")
             self._reset_filter_widgets()
             self._apply_filter(LineFilter())
-        lines.anchor = None
+        lines.anchor_line = None
         lines.move_to(lines.first_row_from(line), center=True)
         self._update_status()
 
@@ -785,7 +786,7 @@ class RawLogPane(Vertical):
             where = "top" if direction > 0 else "bottom"
             self.notify(f"Search wrapped to the {where}", title="Search")
         lines = self._view_lines
-        lines.anchor = None
+        lines.anchor_line = None
         lines.move_to(target, center=True)
         self._update_status()
 
@@ -800,7 +801,7 @@ class RawLogPane(Vertical):
                 self.notify("No unrecognised line is shown", title="Raw log")
                 return
             self.notify("Wrapped to the first unrecognised line", title="Raw log")
-        lines.anchor = None
+        lines.anchor_line = None
         lines.move_to(target, center=True)
 
     # ----------------------------------------------------------------------------------- status
