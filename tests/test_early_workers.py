@@ -177,11 +177,11 @@ def test_workers_stopped_before_their_initializer_ran_end_even_when_the_parent_c
     Where the parent catches SIGTERM (interrupts.py while reading, or a program that imports ncclscope),
     a SIGTERM sent then only calls that handler, and the worker goes on with its ranges: stop must not
     rely on it. The workers end by the stop (a signal), not by finishing their work."""
-    slow_start = workers._ignore_ctrl_c
+    initializer = workers._ignore_ctrl_c
 
     def late_initializer() -> None:
         time.sleep(1.0)  # the stop arrives while the parent's handler is still in place
-        slow_start()
+        initializer()
 
     monkeypatch.setattr(workers, "_ignore_ctrl_c", late_initializer)
     caught: list[int] = []
