@@ -1153,17 +1153,26 @@ class NcclLogParser:
         host_names = {v: k.decode("utf-8", "replace") for k, v in self._host_ids.items()}
         comms = [span_text(c) for c in comm_text.tolist()]
         summary = self._result.coll_calls
-        for idx, count in zip(order[ends].tolist(), totals, strict=True):
-            key = (host_names.get(int(hosts[idx])), int(pids[idx]), comms[comm_col[idx]])
-            row = rows[batch[idx]]
-            at = int(offset[idx])
+        last = order[ends]  # the row of each rank's highest opCount; its values as Python ints at once
+        for count, host, pid, comm, op, in_batch, at in zip(
+            totals,
+            hosts[last].tolist(),
+            pids[last].tolist(),
+            comm_col[last].tolist(),
+            ops[last].tolist(),
+            batch[last].tolist(),
+            offset[last].tolist(),
+            strict=True,
+        ):
+            key = (host_names.get(host), pid, comms[comm])
+            row = rows[in_batch]
             entry = summary.get(key)
             if entry is None:
-                summary[key] = [count, int(ops[idx]), _event(int(row[4][at]), row[5][at], row[6])]
+                summary[key] = [count, op, _event(int(row[4][at]), row[5][at], row[6])]
             else:  # reduced before (COLL_PENDING_MAX, or the result was read): later rows add to it
                 entry[0] += count
-                if ops[idx] >= entry[1]:
-                    entry[1:] = [int(ops[idx]), _event(int(row[4][at]), row[5][at], row[6])]
+                if op >= entry[1]:
+                    entry[1:] = [op, _event(int(row[4][at]), row[5][at], row[6])]
 
     @staticmethod
     def _hex_column(column: Callable[[Span], np.ndarray], span: Span) -> np.ndarray:
