@@ -50,6 +50,22 @@ async def test_the_detail_shows_the_highlighted_finding_with_its_fix_and_evidenc
         assert f"{JOB.split('/')[-1]}:{finding.evidence[0].line}" in str(evidence.get_option_at_index(0).prompt)
 
 
+async def test_the_evidence_title_counts_the_lines_shown_and_the_lines_there_are() -> None:
+    app = PaneHarness(FindingsPane, case_view(JOB))
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.query_one(FindingsPane)
+        titles = {}
+        for code in ("CH001", "NET002", "NET001"):  # one evidence line; two; four shown of six
+            assert pane.select_code(code)
+            await pilot.pause()
+            titles[code] = text_of(pane, "#finding-evidence-title").split(";")[0]
+        assert titles == {
+            "CH001": "Evidence (1 line",
+            "NET002": "Evidence (2 lines",
+            "NET001": "Evidence (4 of 6 lines",
+        }
+
+
 async def test_enter_on_an_evidence_line_asks_for_the_raw_log_at_that_line() -> None:
     view = case_view(JOB)
     app = PaneHarness(FindingsPane, view)

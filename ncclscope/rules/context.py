@@ -215,3 +215,13 @@ def shown(items: Iterable[Evidence], limit: int = EVIDENCE_SHOWN) -> list[Eviden
         if len(out) >= limit:
             break
     return out
+
+
+def shown_with(items: Iterable[Evidence], also: Iterable[Evidence], limit: int = EVIDENCE_SHOWN) -> list[Evidence]:
+    """shown(items) with room kept for at least one line of `also`, lines of another kind that the claim
+    stands on too (`Using network Socket` beside the probes that failed), which fill what is left."""
+    extra = shown(also, limit)
+    if not extra:
+        return shown(items, limit)
+    main = shown(items, limit - 1)
+    return shown([*main, *extra[: limit - len(main)]], limit)

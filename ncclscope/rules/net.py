@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from ncclscope.model import Evidence, Finding, Severity
-from ncclscope.rules.context import EVIDENCE_SHOWN, GPUS_PER_HOST, Context, shown
+from ncclscope.rules.context import EVIDENCE_SHOWN, GPUS_PER_HOST, Context, shown, shown_with
 from ncclscope.rules.net_common import (
     NAMES_SHOWN,
     HostNet,
@@ -58,6 +58,7 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
     for h in socket_hosts:
         evidence.extend(d.evidence for d in h.socket_devices)
         evidence.extend(e.evidence for e in h.socket_edges)
+    chosen = [line for h in socket_hosts for line in h.socket_network_lines]  # `Using network Socket`
     example = ctx.case.connections.examples.get("NET/Socket")
     if example is not None:
         evidence.append(example)
@@ -65,8 +66,9 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
     if not ranks:
         ranks = sorted({r for h in socket_hosts for r in h.ranks})
     interfaces = _interfaces(socket_hosts)
-    device_lines = {(d.evidence.source, d.evidence.line) for h in socket_hosts for d in h.socket_devices}
-    count = sum(e.channels for h in socket_hosts for e in h.socket_edges) + len(device_lines)
+    # the listings of socket devices and the `Using network Socket` lines, each line once
+    listed = {(e.source, e.line) for e in [*(d.evidence for h in socket_hosts for d in h.socket_devices), *chosen]}
+    count = sum(e.channels for h in socket_hosts for e in h.socket_edges) + len(listed)
     hosts = [h.name for h in socket_hosts]
     # NCCL's own Socket transport, or a socket plugin such as FastSocket, by the name the log gives
     label = " / ".join(sorted({f"NET/{n}" for h in socket_hosts for n in h.networks if is_socket(n)})) or "NET/Socket"
@@ -83,7 +85,7 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
             "NET001",
             "error",
             f"Inter-host traffic goes over TCP sockets ({label}) instead of RDMA on {where}: {spread}; {traffic}",
-            evidence=shown(evidence),
+            evidence=shown_with(evidence, chosen),
             evidence_count=count,
             hosts=hosts,
             ranks=ranks,
@@ -99,7 +101,7 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
             f"and the inputs show {shown_ranks} of them: more than the {GPUS_PER_HOST} GPUs of one usual host, so "
             "the others most likely run on other hosts, and traffic between hosts then goes over TCP sockets instead "
             "of RDMA",
-            evidence=shown(evidence),
+            evidence=shown_with(evidence, chosen),
             evidence_count=count,
             hosts=hosts,
             ranks=ranks,
@@ -122,7 +124,7 @@ def socket_transport(ctx: Context) -> Iterable[Finding]:
         "info",
         f"{selected}, {job}{unseen}: traffic between its GPUs does not use the NET transport, so this costs nothing "
         "here, but a run over several hosts would be limited to TCP speed",
-        evidence=shown(evidence),
+        evidence=shown_with(evidence, chosen),
         evidence_count=count,
         hosts=hosts,
         ranks=ranks,
@@ -228,6 +230,7 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
     evidence = [ev for items in kept.values() for _, ev in items]
     message = f"RDMA networking is unavailable on {names(hosts) if hosts else 'this job'}: {'; '.join(parts)}"
     fallback = [h for h in socket_hosts if not hosts or h in hosts]
+    chosen = [line for h in fallback for line in nets[h].socket_network_lines]  # `Using network Socket`
     if fallback:
         message += f"; NCCL fell back to TCP sockets (NET/Socket) on {names(fallback)}"
     if not multi:
@@ -236,8 +239,8 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
         "NET002",
         severity,
         message,
-        evidence=shown(evidence),
-        evidence_count=len({(e.source, e.line) for e in evidence}),
+        evidence=shown_with(evidence, chosen),
+        evidence_count=len({(e.source, e.line) for e in [*evidence, *chosen]}),
         hosts=hosts,
     )
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ncclscope.facts import without_port
-from ncclscope.model import Connection, NcclMessage, NetDevice, Origin
+from ncclscope.model import Connection, Evidence, NcclMessage, NetDevice, Origin
 from ncclscope.rules.context import Context
 
 NAMES_SHOWN = 6  # host, NIC and peer names quoted in one message before "and N more"
@@ -91,6 +91,12 @@ class HostNet:
     rdma_edges: list[Connection] = field(default_factory=list)
     devices: list[NetDevice] = field(default_factory=list)
     ranks: list[int] = field(default_factory=list)
+    network_lines: list[tuple[str, Evidence]] = field(default_factory=list)  # each process's `Using network X`
+
+    @property
+    def socket_network_lines(self) -> list[Evidence]:
+        """The `Using network Socket` lines: where the log itself says that NCCL chose sockets."""
+        return [line for name, line in self.network_lines if is_socket(name)]
 
     @property
     def socket_devices(self) -> list[NetDevice]:
@@ -140,6 +146,10 @@ def _host_nets(ctx: Context) -> dict[str, HostNet]:
     for dev in ctx.case.net_devices:
         if dev.host:
             out.setdefault(dev.host, HostNet(dev.host)).devices.append(dev)
+    for proc in ctx.case.processes:
+        line = proc.evidence.get("network")
+        if proc.host in out and proc.network and line is not None:
+            out[proc.host].network_lines.append((proc.network, line))
     return out
 
 

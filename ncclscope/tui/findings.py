@@ -134,7 +134,10 @@ class FindingsPane(Vertical):
             for e in finding.evidence
         )
         total = max(finding.evidence_count, len(finding.evidence))
-        shown = f"{len(finding.evidence)} of {total} lines" if total > len(finding.evidence) else f"{total} lines"
+        if total > len(finding.evidence):
+            shown = f"{len(finding.evidence)} of {total} lines"
+        else:
+            shown = "1 line" if total == 1 else f"{total} lines"
         title.update(f"Evidence ({shown}; Enter opens the raw log at the line)" if finding.evidence else "No evidence")
         if finding.evidence:
             evidence_list.highlighted = 0

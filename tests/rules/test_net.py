@@ -75,7 +75,8 @@ def test_net001_is_info_on_a_single_host_where_sockets_carry_nothing() -> None:
     assert "single-host job" in finding.message
     assert "costs nothing here" in finding.message
     assert "enp5s0" in finding.message
-    assert lines(finding) == [6]
+    # the socket listing, and each process's `Using network Socket`: the lines that say NCCL chose sockets
+    assert lines(finding) == [6, 7, 15]
 
 
 def _one_rank_of(tmp_path: Path, nranks: int, keyless: bool = False) -> str:
@@ -152,14 +153,15 @@ def test_net002_decodes_missing_libibverbs_and_is_an_error_with_the_socket_fallb
     assert "libibverbs could not be loaded (4 lines)" in finding.message
     assert "fell back to TCP sockets (NET/Socket) on trn-c11, trn-c12" in finding.message
     assert finding.hosts == ["trn-c11", "trn-c12"]
-    assert lines(finding) == [5, 11, 17, 23]
+    assert lines(finding) == [5, 7, 11, 17, 23]  # the four failed loads and the first `Using network Socket`
+    assert finding.evidence_count == 8  # with the other three processes' `Using network Socket`
 
 
 def test_net002_reports_no_ib_device_on_a_multi_host_socket_job() -> None:
     (finding,) = findings(SOCKET_FALLBACK, "NET002")
     assert finding.severity == "error"
     assert "NET/IB found no device (4 lines)" in finding.message
-    assert lines(finding) == [18, 25, 32, 39]
+    assert lines(finding) == [18, 22, 25, 32, 39]  # every probe, and the first `Using network Socket` (line 22)
 
 
 def test_net002_quotes_the_aws_ofi_nccl_failure() -> None:
