@@ -84,17 +84,54 @@ GLUED_TAG_RE = re.compile(
 CUT_MARKER_RE = re.compile(r"(?:N?C?CL|L)[ \t]+(INFO|WARN)[ \t]+(?=\S)")
 
 
-def _known_host_start(text: str, start: int, *known: Container[str]) -> int:
-    """Where the host of a record glued to the text before it begins: the longest known host name
-    that ends the run of characters before its ':pid:tid'."""
-    colon = text.find(":", start)
-    host = text[start:colon] if colon > start else ""
-    if not host or any(host in hosts for hosts in known):
+# What NCCL prints as a host (gethostname, cut at the first '.'): letters, digits, '-' and '_' (a paste may
+# keep the domain). A record glued to the text before it takes none of that text's other characters.
+NOT_HOST_RE = re.compile(r"[^A-Za-z0-9_.\-]")
+HOST_END_RE = re.compile(r"[:\s]")
+NUMBER_RE = re.compile(r"[\d.]+")
+# the number a table row ends with, when a record's host follows it without a space
+TABLE_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?=[A-Za-z])")
+TABLE_CELL_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[A-Za-z_]+|N/A")
+# A prefix cut after its tid at the start of a line, the next record glued on ("g183:161264:166015g183:...")
+LINE_START_PREFIX_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*(?=:\d+:\d+(?:[ \t]+\[\d|[A-Za-z_]))")
+
+
+def _glued_host_start(text: str, start: int, here: Container[str]) -> int:
+    """Where the host of a record that may be glued to the text before it begins, from the line alone: after
+    any character no host has; after the number that ends a table row (nccl-tests printing on the same
+    stream: "...  0.19       0gpu-w01:9920:9955 [0] NCCL INFO"); else where a host name this line begins with
+    (`here`) ends the run of characters before its ':pid:tid'."""
+    if text.startswith("[", start):  # a timestamp opens the record: nothing is glued to its host
+        return start
+    end_match = HOST_END_RE.search(text, start)
+    end = end_match.start() if end_match else len(text)
+    for foreign in NOT_HOST_RE.finditer(text, start, end):
+        start = foreign.end()
+    row_end = TABLE_NUMBER_RE.match(text, start, end)
+    if row_end and _table_row_before(text[:start]):
+        return row_end.end()
+    while start < end and text[start] in "-.":  # a host name begins with a letter or a digit
+        start += 1
+    host = text[start:end]
+    if not host or host in here:
         return start
     for cut in range(1, len(host)):
-        if any(host[cut:] in hosts for hosts in known):
+        rest = host[cut:]
+        if rest in here and looks_like_host(rest):
             return start + cut
     return start
+
+
+def _table_row_before(text: str) -> bool:
+    """The text before a glued record is a table row: some numbers and words (`1024  256  float  sum`)."""
+    cells = text.split()
+    return len(cells) >= 3 and all(TABLE_CELL_RE.fullmatch(cell) for cell in cells)
+
+
+def looks_like_host(name: str) -> bool:
+    """A name NCCL may print as a host: host characters only, a letter or a digit first, and not a number
+    alone (what a line cut inside its prefix leaves: the `59` of `59:13502:13531 [3] NCCL INFO`)."""
+    return bool(name) and NOT_HOST_RE.search(name) is None and name[0] not in "-." and NUMBER_RE.fullmatch(name) is None
 
 
 @dataclass(slots=True)
@@ -167,28 +204,35 @@ def strip_launcher_prefix(text: str) -> tuple[str, str]:
     return text[:pos], text[pos:]
 
 
-def find_records(text: str, known_hosts: Container[str] = ()) -> list[tuple[int, int]]:
+def find_records(text: str) -> list[tuple[int, int]]:
     """(start, end) of every NCCL record in the line; a record ends where the next begins.
 
     When a record is glued to the text before it without a space ("...->0gpu-g01:27702:27731 [2]
-    NCCL INFO"), the host is ambiguous; a host name already seen in the input decides where it begins.
+    NCCL INFO"), the host is ambiguous; the line alone decides where it begins (_glued_host_start), so
+    that the readers of a large file's byte ranges decide as one reader of the whole file does.
     """
     if NCCL_MARKER not in text:
         return []
-    starts: list[int] = []
+    found: list[tuple[int, bool]] = []  # where each record's prefix match begins; whether it had one
     floor = 0
     for marker in MARKER_RE.finditer(text):
         window_start = max(floor, marker.start() - PREFIX_WINDOW)
         match = RECORD_PREFIX_RE.search(text, window_start, marker.end())
-        start = match.start() if match else marker.start()
-        if match and known_hosts and (starts or start > 0):  # glued to a record or to other text (a table row)
-            start = _known_host_start(text, start, known_hosts)
-        starts.append(start)
+        found.append((match.start(), True) if match else (marker.start(), False))
         floor = marker.end()
+    here: set[str] = set()
+    at_start = LINE_START_PREFIX_RE.match(text)
+    if at_start:  # the host the line begins with (its first record's, or a cut prefix's)
+        here.add(at_start.group())
+    starts: list[int] = []
+    for start, matched in found:
+        if matched and (starts or start > 0):  # after a record or other text, maybe glued to it
+            start = _glued_host_start(text, start, here)
+        starts.append(start)
     if len(starts) < text.count(NCCL_MARKER):
         # the hosts of this line's whole records tell where a glued cut record's host begins
-        here = {text[s : text.find(":", s)] for s in starts if text.find(":", s) > s}
-        cut = [_known_host_start(text, m.start(), known_hosts, here) for m in CUT_PREFIX_RE.finditer(text)]
+        here |= {host for s in starts if looks_like_host(host := text[s : text.find(":", s)])}
+        cut = [_glued_host_start(text, m.start(), here) for m in CUT_PREFIX_RE.finditer(text)]
         starts = sorted(set(starts) | set(cut))
     spans = []
     for i, start in enumerate(starts):

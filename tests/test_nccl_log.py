@@ -211,6 +211,41 @@ def test_table_row_glued_before_a_record_goes_to_the_other_readers() -> None:
     assert others and others[0][1].strip().startswith("1048576")
 
 
+def test_where_a_glued_record_s_host_begins_is_read_from_its_line_alone() -> None:
+    """The number that ends a table row is the row's; the host a line begins with ends the run glued after
+    a Trees record; a cut prefix's tid is not part of the next host; and a host whose name ends with a host
+    seen before (`llm-train-1`, `n-1`) is kept whole: lines read before decide nothing (a byte range of a
+    large file has not seen them)."""
+    lines = [
+        "n-1:5:5 [0] NCCL INFO Using network IB",
+        "2025-03-01T10:11:15.368950036Z llm-train-1:61:90 [1] NCCL INFO Using network IB",
+        "[trainer3]:twshared1016:1958:1958 [3] NCCL INFO Using network IB",
+        "    4096    256   float   none   -1   15.02   0.27   0.20   0   16.42   0.25   0.19   0"
+        "gpu-w01:9920:9955 [0] NCCL INFO Using network IB",
+        "gpu-g01:27701:27730 [1] NCCL INFO Trees [0] 2/-1/-1->1->0 [1] 2/-1/-1->1->0"
+        "gpu-g01:27702:27731 [2] NCCL INFO Trees [0] 3/-1/-1->2->1 [1] 3/-1/-1->2->1",
+        "g183:161264:166015g183:161258:166018 [1] NCCL INFO Using network IB",
+    ]
+    result, others = parse("\n".join(lines))
+    assert [(e.host, e.pid) for e in sorted(result.events, key=lambda e: (e.line, e.pid or 0))] == [
+        ("n-1", 5),
+        ("llm-train-1", 61),
+        ("twshared1016", 1958),
+        ("gpu-w01", 9920),
+        ("gpu-g01", 27701),
+        ("gpu-g01", 27702),
+        ("g183", 161258),
+    ]
+    trees = [e for e in result.events if e.family == "trees"]
+    # both channels of each, the first record's last parent (0) its own, not the glued host's
+    assert [[c["tree_chain"]["tree_ids"][-1] for c in e.fields["tree_entry"]] for e in trees] == [
+        ["0", "0"],
+        ["1", "1"],
+    ]
+    assert others[0][0] == 4 and others[0][1].split()[0] == "4096"  # the table row goes to its reader
+    assert others[0][1].endswith(" 0")  # with its last column
+
+
 def test_ansi_colours_and_crlf_are_ignored() -> None:
     result, _ = parse("\x1b[31mnode1:1:2 [0] NCCL INFO Using network IB\x1b[0m\r")
     assert result.recognized == 1

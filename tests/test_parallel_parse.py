@@ -74,6 +74,33 @@ def test_a_file_read_in_ranges_gives_the_case_one_process_gives(big_mixed_file: 
     assert source.kinds == ["nccl_log", "nccl_tests", "framework_log"]
 
 
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_every_text_fixture_read_in_ranges_gives_the_case_one_process_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """Every shape our fixtures hold (records glued to records, to cut prefixes and to nccl-tests rows,
+    launcher tags, timestamps ...), in a shuffled order, some pastes starting inside a line: where a glued
+    record's host begins is decided from its line alone, so a range that has not seen the lines before it
+    reads it as one process reading the whole file does (it once depended on the hosts seen earlier)."""
+    import random
+
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
+    rng = random.Random(5)
+    texts = []
+    for path in sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".log", ".txt")):
+        data = path.read_bytes()
+        if data and b"\x00" not in data:
+            texts.append(data[rng.randrange(len(data)) :] if rng.random() < 0.2 else data)
+    rng.shuffle(texts)
+    target = tmp_path / "pastes.log"
+    target.write_bytes(b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts))
+    serial = read_case([str(target)], jobs=1)
+    parallel = read_case([str(target)], jobs=jobs)
+    assert len(workers.tasks([InputFile(str(target), str(target))], jobs)) == jobs * split.RANGES_PER_WORKER
+    assert parallel.case.model_dump() == serial.case.model_dump()
+
+
 def test_several_large_files_share_the_workers(big_mixed_file: Path, tmp_path: Path) -> None:
     other = tmp_path / "second.log"
     other.write_bytes(big_mixed_file.read_bytes())

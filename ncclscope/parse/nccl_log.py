@@ -533,7 +533,6 @@ class ShapeBook:
     coarse_words: dict[bytes, bytes | None] = field(default_factory=dict)
     coll_scan: CollScan | None = None  # the coarse templates as one expression (coll_scan.py), made on use
     host_ids: dict[bytes, int] = field(default_factory=dict)
-    known_hosts: set[str] = field(default_factory=set)
 
 
 class NcclLogParser:
@@ -550,7 +549,6 @@ class NcclLogParser:
         self._parser = _parser()
         self._host_ids = shapes.host_ids
         self._coarse_cache = shapes.coarse
-        self._known_hosts = shapes.known_hosts
         self._templates = shapes.templates
         self._coarse_templates = shapes.coarse_templates
         self._coarse_words = shapes.coarse_words
@@ -887,7 +885,7 @@ class NcclLogParser:
         text_raw = raw.decode("latin-1")  # one char per byte: positions stay byte positions
         cl = clean(text_raw)
         text = cl.text
-        spans = find_records(text, self._known_hosts)
+        spans = find_records(text)
         records: list[RecordShape] = []
         lead: Span | None = None
         if spans:
@@ -921,10 +919,6 @@ class NcclLogParser:
                         )
                     )
         shape = LineShape(records, lead, _understood(records), exemplar=raw)
-        for record in records:
-            host = record.prefix.get("host")
-            if host and len(self._known_hosts) < 100_000:
-                self._known_hosts.add(text_raw[host[0] : host[1]])
         if records:
             shape.fixed_digits = self._fixed_digit_columns(raw, records)
         return shape
