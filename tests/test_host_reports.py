@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ncclscope.reading import read_case
 
-from conftest import REPO
+from conftest import REPO, findings_of
 
 DEVINFO = "fixtures/ib/ibv_devinfo_v_port_polling.txt"
 
@@ -64,8 +64,6 @@ def test_ibv_devinfo_of_an_old_rdma_core_and_without_indentation(tmp_path: Path)
 
 
 def test_ibv_devinfo_port_down_is_net008() -> None:
-    from conftest import findings_of
-
     (finding,) = findings_of("NET008", DEVINFO)
     assert "mlx5_3 port 1: state Down, physical state Polling" in finding.message
     assert "from ibv_devinfo" in finding.message
@@ -107,8 +105,6 @@ def test_nvidia_smi_q_pasted_without_indentation_and_followed_by_other_text(tmp_
 
 
 def test_an_idle_host_lowers_its_generation_and_is_not_degraded(tmp_path: Path) -> None:
-    from conftest import findings_of
-
     text = (REPO / SMI_HEALTHY).read_text()
     idle = text.replace("Performance State                     : P0", "Performance State                     : P8")
     idle = re.sub(r"(?m)^( {16}Current +): 5$", r"\1: 1", idle)  # PCIe Generation's Current only
@@ -137,3 +133,19 @@ def test_nvlink_s_gives_each_gpus_links_and_a_gpu_list_is_not_a_link_report(tmp_
     listing.write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1f2e)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2a3b)\n")
     case = case_of(listing)
     assert case.nvlink_gpus == [] and "nvidia_smi_nvlink" not in case.sources[0].kinds
+
+
+def test_nvlink_lines_whose_gpu_line_was_lost_are_counted_not_given_to_the_gpu_before(tmp_path: Path) -> None:
+    """A paste that lost `GPU 1: ...` holds GPU 1's links right after GPU 0's: read as GPU 0's, GPU 0 had 36
+    links and TOPO008 found no majority to hold GPU 6 against."""
+    lines = (REPO / "fixtures/smi/nvlink_s_gpu6_two_down.txt").read_text().splitlines()
+    assert lines[20].startswith("GPU 1:")
+    damaged = tmp_path / "nvlink.txt"
+    damaged.write_text("\n".join(lines[:20] + lines[21:]) + "\n")
+    case = case_of(damaged)
+    assert [(g.index, len(g.links)) for g in case.nvlink_gpus][:2] == [(0, 18), (2, 18)]
+    assert case.sources[0].problems == [
+        "line 21: 18 NVLink lines of a GPU whose `GPU n: ...` line is missing (a link number came again); not read"
+    ]
+    (finding,) = findings_of("TOPO008", damaged)
+    assert "GPU 6 has 16 active NVLinks" in finding.message and "its 6 peers have 18" in finding.message

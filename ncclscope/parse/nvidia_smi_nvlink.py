@@ -25,11 +25,26 @@ class NvidiaSmiNvlinkReader:
         self.gpus: list[NvlinkGpu] = []
         self._gpu: NvlinkGpu | None = None
         self._kept = False  # the current GPU is in self.gpus (a link line came)
+        # link lines whose GPU line is missing (a paste lost it): (first line, how many), not read
+        self._orphans: list[list[int]] = []
+        self._in_orphans = False
+
+    @property
+    def problems(self) -> list[str]:
+        return [
+            f"line {first}: {count} NVLink line{'s' if count > 1 else ''} of a GPU whose `GPU n: ...` line is "
+            "missing (a link number came again); not read"
+            for first, count in self._orphans
+        ]
 
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is nvidia-smi nvlink's (then no other reader needs it)."""
         body = text.strip()
         is_gpu = GPU_RE.match(body) is not None
+        if self._in_orphans and not is_gpu and LINK_RE.match(body) is not None:
+            self._orphans[-1][1] += 1
+            return True
+        self._in_orphans = False
         if not is_gpu and (self._gpu is None or LINK_RE.match(body) is None):
             self._gpu = None
             return False
@@ -52,6 +67,13 @@ class NvidiaSmiNvlinkReader:
             self.gpus.append(gpu)
             self._kept = True
         if tree.data == "link":
+            if any(link.link == int(values[0]) for link in gpu.links):
+                # a GPU's links again from one of its numbers: the next GPU's, its line lost; read as the
+                # first GPU's, they would give it twice its links
+                self._gpu = None
+                self._orphans.append([line_no, 1])
+                self._in_orphans = True
+                return True
             active = not values[1].startswith("<")
             gpu.links.append(
                 NvlinkLink(link=int(values[0]), speed=float(values[1]) if active else None, evidence=evidence)

@@ -283,6 +283,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     if stats.stopped_by is not None:  # not `truncated`: a hung job's log really ends where it stopped
         source.stopped = interrupts.signal_name(stats.stopped_by)
     source.problems.extend(stats.problems)
+    source.problems.extend(others.smi_nvlink.problems)
     _truncation(source, res, others, stats)
     for line_no, size in stats.overlong_lines:
         source.problems.append(
