@@ -101,6 +101,29 @@ def test_every_text_fixture_read_in_ranges_gives_the_case_one_process_gives(
     assert parallel.case.model_dump() == serial.case.model_dump()
 
 
+def test_a_damaged_record_after_the_unrecognized_lines_kept_is_reported_by_every_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the first 50 lines not understood are kept; whether the input holds a cut record is known apart
+    from them, so one process (which prunes what it keeps from time to time) and the ranges (cut to 50 as
+    they are joined) say the same."""
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
+    lines = [f"node1:1:1 [0] NCCL INFO frobnicate widget {n}" for n in range(60)]  # unknown messages
+    lines += ["node1:1:1 [0] NCCL IN"]  # line 61: a fragment of a record
+    lines += [f"node1:1:1 [0] NCCL INFO Channel {n % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC" for n in range(300)]
+    lines += ["training finished"]  # not inside a listing: its end says nothing
+    target = tmp_path / "damaged.log"
+    target.write_text("\n".join(lines) + "\n")
+    serial = read_case([str(target)], jobs=1)
+    parallel = read_case([str(target)], jobs=2)
+    assert len(workers.tasks([InputFile(str(target), str(target))], 2)) > 2
+    assert parallel.case.model_dump() == serial.case.model_dump()
+    source = serial.case.sources[0]
+    assert len(source.unrecognized) == 50 and source.unrecognized_count == 61
+    assert source.truncated == ["a record of it is cut or damaged (line 61)"]
+
+
 def test_several_large_files_share_the_workers(big_mixed_file: Path, tmp_path: Path) -> None:
     other = tmp_path / "second.log"
     other.write_bytes(big_mixed_file.read_bytes())

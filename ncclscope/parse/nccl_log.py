@@ -343,6 +343,7 @@ class LogResult:
     unrecognized_count: int = 0
     unrecognized: list[Unrecognized] = field(default_factory=list)
     cut_records: int = 0  # records cut right after their prefix: nothing of their message is left
+    first_damaged: int | None = None  # the first line holding a fragment of a record or a record the grammar refused
     net_same_device: tuple[int, str] | None = None  # a NET line between two ranks on one device number
     # the last non-empty line seen: (line number, kind of its last NCCL record or "" when it is no
     # NCCL line, or None when it is an NCCL line that was not understood)
@@ -376,6 +377,9 @@ class LogResult:
 
 
 UNRECOGNIZED_KEEP = 50
+FRAGMENT_REASON = "a fragment of an NCCL record (cut by the paste or by another writer)"
+REFUSED_REASON = "unreadable record"  # the grammar's reason follows
+DAMAGED_REASONS = (FRAGMENT_REASON, REFUSED_REASON)  # what a damaged input leaves (source.py: `truncated`)
 
 
 def _parser() -> Lark:
@@ -846,6 +850,8 @@ class NcclLogParser:
     def _unrecognized(self, line_no: int, raw: bytes, reason: str) -> None:
         res = self._result
         res.unrecognized_count += 1
+        if reason.startswith(DAMAGED_REASONS) and (res.first_damaged is None or line_no < res.first_damaged):
+            res.first_damaged = line_no  # whether or not the line is among those kept
         if line_no > self._unrecognized_cutoff:
             return
         kept = res.unrecognized
@@ -913,11 +919,7 @@ class NcclLogParser:
                     records.append(record)
                 elif FRAGMENT_RE.search(body):
                     whole = cl.raw_span(start, start + len(body))
-                    records.append(
-                        RecordShape(
-                            whole, "INFO", None, "a fragment of an NCCL record (cut by the paste or by another writer)"
-                        )
-                    )
+                    records.append(RecordShape(whole, "INFO", None, FRAGMENT_REASON))
         shape = LineShape(records, lead, _understood(records), exemplar=raw)
         if records:
             shape.fixed_digits = self._fixed_digit_columns(raw, records)
@@ -1006,7 +1008,7 @@ class NcclLogParser:
         except LarkError as exc:
             if CUT_PREFIX_RE.fullmatch(text.rstrip()):
                 return RecordShape(whole, "CUT", None, "a record cut after its prefix (another writer's line follows)")
-            return RecordShape(whole, "INFO", None, f"unreadable record: {str(exc).splitlines()[0][:120]}")
+            return RecordShape(whole, "INFO", None, f"{REFUSED_REASON}: {str(exc).splitlines()[0][:120]}")
         prefix: dict[str, Span] = {}
         level = "INFO"
         message: Span | None = None

@@ -325,9 +325,8 @@ def _truncation(source: Source, res: LogResult, others: _OtherLines, stats: Read
         elif kind in LISTINGS:
             source.truncated.append(f"it stops inside {LISTINGS[kind]} (line {line_no})")
         source.ends_cut = bool(source.truncated)
-    damaged = [u.line for u in res.unrecognized if u.reason.startswith(("a fragment", "unreadable record"))]
-    if damaged and not source.ends_cut:
-        source.truncated.append(f"a record of it is cut or damaged (line {damaged[0]})")
+    if res.first_damaged is not None and not source.ends_cut:
+        source.truncated.append(f"a record of it is cut or damaged (line {res.first_damaged})")
     if res.last is not None and res.last[1] == "":  # the input ends in a line that is no NCCL record
         for run in others.tests_runs:
             rows = run.rows

@@ -127,6 +127,8 @@ def _add_log(merged: LogResult, log: LogResult, offset: int) -> None:
     for u in log.unrecognized:
         u.line += offset
     merged.unrecognized.extend(log.unrecognized)
+    if log.first_damaged is not None and merged.first_damaged is None:  # the parts come in order
+        merged.first_damaged = log.first_damaged + offset
     if merged.net_same_device is None and log.net_same_device is not None:
         merged.net_same_device = (log.net_same_device[0] + offset, log.net_same_device[1])
     if log.last is not None:
