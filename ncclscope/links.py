@@ -96,18 +96,25 @@ class NvlinkProblem(NamedTuple):
     peers: int  # how many peers have them
     fastest: float
     evidence: list[Evidence]
+    partial: list[NvlinkGpu] = []  # GPUs whose listing lost lines, left out of the comparison
 
 
 def nvlink_problems(group: list[NvlinkGpu]) -> list[NvlinkProblem]:
-    """Fewer active links than the peers (a minority of GPUs), or links slower than the others'."""
-    most = max(len(g.active) for g in group)
-    short = [g for g in group if len(g.active) < most]
+    """Fewer active links than the peers (a minority of GPUs), or links slower than the others'. nvidia-smi
+    lists every link of a GPU, active or `<inactive>`: a GPU that lists fewer than its peers is a paste that
+    lost lines, which says nothing of its links, and is not compared."""
+    listed = max(len(g.links) for g in group)
+    whole = [g for g in group if len(g.links) == listed]
+    partial = [g for g in group if len(g.links) < listed]
+    most = max(len(g.active) for g in whole)
+    short = [g for g in whole if len(g.active) < most]
     out: list[NvlinkProblem] = []
-    if short and len(short) * 2 <= len(group) and len(group) > 1:
+    if short and len(short) * 2 <= len(whole) and len(whole) > 1:
         for g in short:
             down = [link for link in g.links if link.speed is None]
             lines = [e for e in [g.evidence, *(d.evidence for d in down)] if e is not None]
-            out.append(NvlinkProblem(g, [d.link for d in down], [], most, len(group) - len(short), 0.0, lines))
+            peers = len(whole) - len(short)
+            out.append(NvlinkProblem(g, [d.link for d in down], [], most, peers, 0.0, lines, partial))
     speeds = [link.speed for g in group for link in g.active if link.speed is not None]
     fastest = max(speeds, default=0.0)
     for g in group:

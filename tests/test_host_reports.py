@@ -145,7 +145,29 @@ def test_nvlink_lines_whose_gpu_line_was_lost_are_counted_not_given_to_the_gpu_b
     case = case_of(damaged)
     assert [(g.index, len(g.links)) for g in case.nvlink_gpus][:2] == [(0, 18), (2, 18)]
     assert case.sources[0].problems == [
-        "line 21: 18 NVLink lines of a GPU whose `GPU n: ...` line is missing (a link number came again); not read"
+        "line 21: 18 NVLink lines of no GPU (its `GPU n: ...` line is missing or damaged); not read"
     ]
     (finding,) = findings_of("TOPO008", damaged)
     assert "GPU 6 has 16 active NVLinks" in finding.message and "its 6 peers have 18" in finding.message
+
+
+def test_a_gpu_whose_nvlink_listing_lost_lines_is_not_taken_for_one_with_links_down(tmp_path: Path) -> None:
+    """nvidia-smi lists every link, active or `<inactive>`: GPU 0 listing 17 (a line lost) is no GPU with
+    a link down, and is left out of the peers GPU 6 is held against. A GPU line glued to the link line
+    before it leaves that GPU's links under no GPU: counted, not read."""
+    lines = (REPO / "fixtures/smi/nvlink_s_gpu6_two_down.txt").read_text().splitlines()
+    assert lines[2].strip() == "Link 0: 26.562 GB/s" and lines[96].startswith("GPU 5:")
+    lines[95] += lines.pop(96)  # GPU 4's last link line and GPU 5's line, glued
+    del lines[2]  # GPU 0's link 0
+    damaged = tmp_path / "nvlink.txt"
+    damaged.write_text("\n".join(lines) + "\n")
+    case = case_of(damaged)
+    assert [(g.index, len(g.links), len(g.active)) for g in case.nvlink_gpus] == [
+        (0, 17, 17), (1, 18, 18), (2, 18, 18), (3, 18, 18), (4, 17, 17), (6, 18, 16), (7, 18, 18)
+    ]  # fmt: skip
+    assert case.sources[0].problems == [
+        "line 95: 19 NVLink lines of no GPU (its `GPU n: ...` line is missing or damaged); not read"
+    ]
+    (finding,) = findings_of("TOPO008", damaged)
+    assert "GPU 6 has 16 active NVLinks (links 14-15 inactive), where its 4 peers have 18" in finding.message
+    assert "(GPU 0, 4: fewer links listed, lines lost; not compared)" in finding.message

@@ -25,15 +25,16 @@ class NvidiaSmiNvlinkReader:
         self.gpus: list[NvlinkGpu] = []
         self._gpu: NvlinkGpu | None = None
         self._kept = False  # the current GPU is in self.gpus (a link line came)
-        # link lines whose GPU line is missing (a paste lost it): (first line, how many), not read
+        # link lines that belong to no GPU (its line lost, or damaged): [first line, how many], not read
         self._orphans: list[list[int]] = []
-        self._in_orphans = False
+        self._in_orphans = False  # the last line fed was one of them
+        self._after = False  # the last line fed was nvidia-smi nvlink's
 
     @property
     def problems(self) -> list[str]:
         return [
-            f"line {first}: {count} NVLink line{'s' if count > 1 else ''} of a GPU whose `GPU n: ...` line is "
-            "missing (a link number came again); not read"
+            f"line {first}: {count} NVLink line{'s' if count > 1 else ''} of no GPU (its `GPU n: ...` line is "
+            "missing or damaged); not read"
             for first, count in self._orphans
         ]
 
@@ -41,18 +42,26 @@ class NvidiaSmiNvlinkReader:
         """True when the line is nvidia-smi nvlink's (then no other reader needs it)."""
         body = text.strip()
         is_gpu = GPU_RE.match(body) is not None
-        if self._in_orphans and not is_gpu and LINK_RE.match(body) is not None:
-            self._orphans[-1][1] += 1
+        is_link = not is_gpu and LINK_RE.match(body) is not None
+        after, self._after = self._after, False
+        if is_link and self._gpu is None:
+            if not after:
+                return False
+            self._orphan(line_no)  # nvidia-smi's, right after its other lines, under no GPU
             return True
         self._in_orphans = False
-        if not is_gpu and (self._gpu is None or LINK_RE.match(body) is None):
+        if not is_gpu and not is_link:
             self._gpu = None
             return False
         try:
             tree = load("nvidia_smi_nvlink").parse(body)
         except LarkError:
             self._gpu = None
+            if is_link:  # another line glued on: the link lines after it have lost their GPU
+                self._orphan(line_no)
+                return True
             return False
+        self._after = True
         evidence = Evidence(source=self.source, line=line_no, text=body)
         values = [str(child) for child in tree.children]
         if tree.data == "gpu":
@@ -71,11 +80,18 @@ class NvidiaSmiNvlinkReader:
                 # a GPU's links again from one of its numbers: the next GPU's, its line lost; read as the
                 # first GPU's, they would give it twice its links
                 self._gpu = None
-                self._orphans.append([line_no, 1])
-                self._in_orphans = True
+                self._orphan(line_no)
                 return True
             active = not values[1].startswith("<")
             gpu.links.append(
                 NvlinkLink(link=int(values[0]), speed=float(values[1]) if active else None, evidence=evidence)
             )
         return True
+
+    def _orphan(self, line_no: int) -> None:
+        if self._in_orphans:
+            self._orphans[-1][1] += 1
+        else:
+            self._orphans.append([line_no, 1])
+            self._in_orphans = True
+        self._after = True

@@ -189,6 +189,9 @@ def _smi_nvlink_down(ctx: Context) -> Iterable[Finding]:
             else:
                 which = f" (link{'s' if len(p.down) != 1 else ''} {number_ranges(p.down)} inactive)" if p.down else ""
                 problem = f"{len(g.active)} active NVLinks{which}, where its {p.peers} peers have {p.most}"
+                if p.partial:
+                    listed = ", ".join(str(other.index) for other in p.partial)
+                    problem += f" (GPU {listed}: fewer links listed, lines lost; not compared)"
             yield make_finding(
                 "TOPO008", "error", f"on {ctx.report_host(g.source)}: GPU {g.index} has {problem} ({NVLINK})",
                 evidence=shown(p.evidence), evidence_count=len(p.evidence), hosts=[ctx.report_host(g.source)],
