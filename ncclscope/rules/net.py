@@ -333,11 +333,14 @@ PLUGIN_FAMILIES = frozenset(
 
 def _plugin_evidence(ctx: Context, hosts: set[str]) -> list[Evidence]:
     """Lines that show the network/plugin choice of the hosts named, the most telling line of each host
-    first: a plugin line, else its NET device listing, else a NET connection line."""
+    first: a plugin line, else its `Using network` line, else its NET device listing, else a NET
+    connection line."""
     per_host: dict[str, list[Evidence]] = defaultdict(list)
     for msg in [*ctx.case.messages, *unique_warnings(ctx)]:
         if msg.host in hosts and msg.family in PLUGIN_FAMILIES:
             per_host[msg.host].append(msg.evidence)
+    for host, line in _network_lines(ctx, hosts):
+        per_host[host].append(line)
     for dev in ctx.case.net_devices:
         if dev.host in hosts:
             per_host[dev.host].append(dev.evidence)
@@ -356,4 +359,11 @@ def _count_lines(ctx: Context, hosts: set[str]) -> int:
         if m.host in hosts and m.family in PLUGIN_FAMILIES
     }
     lines |= {(d.evidence.source, d.evidence.line) for d in ctx.case.net_devices if d.host in hosts}
+    lines |= {(line.source, line.line) for _, line in _network_lines(ctx, hosts)}
     return len(lines) + sum(e.channels for e in ctx.case.edges if e.host in hosts and is_net_edge(e))
+
+
+def _network_lines(ctx: Context, hosts: set[str]) -> list[tuple[str, Evidence]]:
+    """Each process's line that names its network (`Using network X`, or the NET/OFI set-up)."""
+    nets = host_nets(ctx)
+    return [(host, line) for host in hosts if host in nets for _, line in nets[host].network_lines]

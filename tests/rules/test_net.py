@@ -342,6 +342,11 @@ def test_net007_lists_both_sides_when_two_hosts_disagree() -> None:
     (finding,) = findings(DEMO, "NET007")
     assert "gpu-demo-a uses network IB while gpu-demo-b uses Socket" in finding.message
     assert finding.hosts == ["gpu-demo-a", "gpu-demo-b"]
+    # the `Using network` lines the two networks are read from are among the lines shown
+    assert [e.text.split("NCCL INFO ")[1] for e in finding.evidence if "Using network" in e.text] == [
+        "Using network IB",
+        "Using network Socket",
+    ]
 
 
 def test_net007_is_quiet_when_every_host_matches() -> None:
