@@ -92,6 +92,21 @@ def test_a_wrapped_record_cut_by_the_end_of_the_input_is_reported_not_dropped() 
     ]
 
 
+def test_a_log_line_whose_marker_was_wrapped_away_is_not_the_rest_of_a_damaged_record() -> None:
+    """Rank 1's record never reads (its second half is damaged); rank 0's, cut inside `timeout` by the
+    terminal, begins with a log header: it is a record of its own, not a third piece of rank 1's."""
+    reader = read_lines(
+        "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=",
+        "\ufffd\ufffd88214, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800437 milliseconds before timing out.",
+        "[E ProcessGroupNCCL.cpp:737] [Rank 0] Watchdog caught collective operation timeo",
+        "ut: WorkNCCL(SeqNum=88214, OpType=BROADCAST, Timeout(ms)=1800000) ran for 180051",
+        "2 milliseconds before timing out.",
+    )
+    reader.finish()
+    assert [(e.rank, e.seq, e.ran_ms, e.evidence.line) for e in reader.events] == [(0, 88214, 1800512, 3)]
+    assert [line for line, _ in reader.not_understood] == [1]
+
+
 def test_a_new_record_is_not_swallowed_by_an_unfinished_one() -> None:
     reader = read_lines(
         "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=",

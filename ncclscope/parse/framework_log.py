@@ -31,6 +31,10 @@ MARKER_RE = re.compile(
     r"|nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError|Timeout):"
     r"|NCCL communicator was aborted|ProcessGroupNCCL (?:initialization options|environments):"
 )
+# the header a C++ log line begins with (`[E ProcessGroupNCCL.cpp:737] `, `[E424 01:11:21.160832730
+# ProcessGroupNCCL.cpp:629] `, glog's `E0424 01:11:21.160832 4242 ProcessGroupNCCL.cpp:629] `): a new message,
+# never the rest of a wrapped one
+LOG_HEADER_RE = re.compile(r"\[?[EWIF]\d{0,4}(?: [\d:.]+)?(?: \d+)? ?[\w./-]+\.(?:cpp|cc|cu|hpp|h|py):\d+\]")
 # a rank or process-group tag right before the marker belongs to the record
 TAG_BEFORE_RE = re.compile(r"\[(?:Rank \d{1,7}|PG [^\[\]\n]{1,80}?Rank \d{1,7})\][ \t]*\Z")
 # hints that a line is a command (so that NCCL_X=V in prose is not taken for a setting)
@@ -137,7 +141,7 @@ class FrameworkReader:
         if self._pending is not None:
             first_no, joined, parts = self._pending
             self._pending = None
-            if record_start(text) is None:  # the rest of the wrapped record
+            if record_start(text) is None and not LOG_HEADER_RE.match(stripped):  # the rest of the wrapped record
                 self._read(first_no, _glue(joined, stripped), parts + 1)
                 self.lines += 1
                 return True
