@@ -741,6 +741,9 @@ class RasCommunicator(Record):
     errors: list[str] = Field(default_factory=new_list, description="INCOMPLETE, MISMATCH, ERROR ...")
     ranks: list[RankProgress] = Field(default_factory=new_list, description="Ranks reported, with their op counts.")
     missing: list[RankProgress] = Field(default_factory=new_list, description="Ranks that gave no data.")
+    missing_evidence: Evidence | None = Field(
+        None, description="The `Missing communicator data from N ranks` line that the missing ranks are listed under."
+    )
     op_counts: dict[str, dict[int, int]] = Field(
         default_factory=new_dict,
         description="Per collective type ('' when not named): operation count -> how many ranks.",

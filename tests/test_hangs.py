@@ -176,8 +176,9 @@ def test_ras_text_incomplete_names_the_missing_rank() -> None:
     assert finding.ranks == [7] and finding.hosts == ["10.20.4.12"]
     assert "communicator 4f18a2c07d9be361 (8 ranks)" in finding.message
     assert "process 7733 on node 10.20.4.12" in finding.message
-    # the communicator's INCOMPLETE line, then the missing rank's: the rank belongs to it only under it
-    assert [e.line for e in finding.evidence] == [31, 33]
+    # the communicator's INCOMPLETE line, the heading that says the ranks below it gave no data, then the
+    # missing rank's: the rank is that communicator's missing rank only under both
+    assert [e.line for e in finding.evidence] == [31, 32, 33]
 
 
 def test_ras_text_2_24_counts_give_ranks_behind_not_missing() -> None:

@@ -130,6 +130,8 @@ class RasReader:
             self._dead = bool(v) and v[0] == "DEAD"
         elif kind == "missing_ranks_count":
             self._listing = "missing"
+            if self._comm is not None and self._comm.missing_evidence is None:
+                self._comm.missing_evidence = self._evidence(line_no, body)
             if self._comm is not None and self._comm.size is not None and int(v[0]) > self._comm.size:
                 report.contradictions.append(
                     f"{self._comm.id} misses {v[0]} ranks of a {self._comm.size}-rank communicator (line {line_no})"

@@ -169,8 +169,10 @@ def _ras_missing(ctx: Context) -> Iterable[Finding]:
                     f"; but the report contradicts itself ({report.contradictions[0]}), so its INCOMPLETE entries"
                     " are not trusted: query again, or with a newer ncclras"
                 )
-            # the communicator's own line first: the ranks' lines belong to it only under it
-            evidence = ([comm.evidence] if comm.evidence else []) + _evidence(comm.missing)
+            # the communicator's own line and the heading that says its ranks below are missing first: the
+            # ranks' lines mean what they say only under them
+            headings = [line for line in (comm.evidence, comm.missing_evidence) if line is not None]
+            evidence = headings + _evidence(comm.missing)
             yield make_finding(
                 "HANG001", severity, message + " (from the ncclras report)", evidence=shown(evidence),
                 evidence_count=len(evidence), ranks=ranks, hosts=hosts,
