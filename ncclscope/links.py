@@ -102,19 +102,21 @@ class NvlinkProblem(NamedTuple):
 def nvlink_problems(group: list[NvlinkGpu]) -> list[NvlinkProblem]:
     """Fewer active links than the peers (a minority of GPUs), or links slower than the others'. nvidia-smi
     lists every link of a GPU, active or `<inactive>`: a GPU that lists fewer than its peers is a paste that
-    lost lines, which says nothing of its links, and is not compared."""
+    lost lines; its `<inactive>` links are still down, and without any it is not compared."""
     listed = max(len(g.links) for g in group)
     whole = [g for g in group if len(g.links) == listed]
-    partial = [g for g in group if len(g.links) < listed]
+    # a partial listing still says which links are `<inactive>`; one without any says nothing
+    inactive = [g for g in group if len(g.links) < listed and any(link.speed is None for link in g.links)]
+    partial = [g for g in group if len(g.links) < listed and g not in inactive]
     most = max(len(g.active) for g in whole)
-    short = [g for g in whole if len(g.active) < most]
+    short = [g for g in whole if len(g.active) < most] + inactive
+    judged = len(whole) + len(inactive)
     out: list[NvlinkProblem] = []
-    if short and len(short) * 2 <= len(whole) and len(whole) > 1:
+    if short and len(short) * 2 <= judged and judged > 1:
         for g in short:
             down = [link for link in g.links if link.speed is None]
             lines = [e for e in [g.evidence, *(d.evidence for d in down)] if e is not None]
-            peers = len(whole) - len(short)
-            out.append(NvlinkProblem(g, [d.link for d in down], [], most, peers, 0.0, lines, partial))
+            out.append(NvlinkProblem(g, [d.link for d in down], [], most, judged - len(short), 0.0, lines, partial))
     speeds = [link.speed for g in group for link in g.active if link.speed is not None]
     fastest = max(speeds, default=0.0)
     for g in group:

@@ -171,3 +171,9 @@ def test_a_gpu_whose_nvlink_listing_lost_lines_is_not_taken_for_one_with_links_d
     (finding,) = findings_of("TOPO008", damaged)
     assert "GPU 6 has 16 active NVLinks (links 14-15 inactive), where its 4 peers have 18" in finding.message
     assert "(GPU 0, 4: fewer links listed, lines lost; not compared)" in finding.message
+    # GPU 6 itself losing a line: its `<inactive>` links are still down
+    del lines[lines.index(next(line for line in lines if line.startswith("GPU 6:"))) + 1]
+    damaged.write_text("\n".join(lines) + "\n")
+    (finding,) = findings_of("TOPO008", damaged)
+    assert "GPU 6 has 15 active NVLinks (links 14-15 inactive), where its 4 peers have 18" in finding.message
+    assert "(one of its link lines lost in the paste)" in finding.message
