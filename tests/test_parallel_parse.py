@@ -13,7 +13,7 @@ import pytest
 
 from ncclscope import reading, workers
 from ncclscope.parse import split
-from ncclscope.reading import read_case
+from ncclscope.reading import ReadOutcome, read_case
 from ncclscope.sources import InputFile
 
 from conftest import FIXTURES
@@ -38,6 +38,16 @@ def big_mixed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     target = tmp_path / "mixed.log"
     target.write_bytes(b"".join(parts * 6))
     return target
+
+
+def read_both_ways(target: Path, jobs: int) -> ReadOutcome:
+    """`target` read by one process and in byte ranges by `jobs` workers (checked to be cut into more
+    ranges than workers): the Cases must be equal; the one read in ranges is returned."""
+    assert len(workers.tasks([InputFile(str(target), str(target))], jobs)) > jobs
+    serial = read_case([str(target)], jobs=1)
+    parallel = read_case([str(target)], jobs=jobs)
+    assert parallel.case.model_dump() == serial.case.model_dump()
+    return parallel
 
 
 def test_ranges_start_at_line_starts_and_cover_the_file(big_mixed_file: Path) -> None:
@@ -95,10 +105,8 @@ def test_every_text_fixture_read_in_ranges_gives_the_case_one_process_gives(
     rng.shuffle(texts)
     target = tmp_path / "pastes.log"
     target.write_bytes(b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts))
-    serial = read_case([str(target)], jobs=1)
-    parallel = read_case([str(target)], jobs=jobs)
     assert len(workers.tasks([InputFile(str(target), str(target))], jobs)) == jobs * split.RANGES_PER_WORKER
-    assert parallel.case.model_dump() == serial.case.model_dump()
+    read_both_ways(target, jobs)
 
 
 def test_a_damaged_record_after_the_unrecognized_lines_kept_is_reported_by_every_reader(
@@ -115,11 +123,7 @@ def test_a_damaged_record_after_the_unrecognized_lines_kept_is_reported_by_every
     lines += ["training finished"]  # not inside a listing: its end says nothing
     target = tmp_path / "damaged.log"
     target.write_text("\n".join(lines) + "\n")
-    serial = read_case([str(target)], jobs=1)
-    parallel = read_case([str(target)], jobs=2)
-    assert len(workers.tasks([InputFile(str(target), str(target))], 2)) > 2
-    assert parallel.case.model_dump() == serial.case.model_dump()
-    source = serial.case.sources[0]
+    source = read_both_ways(target, 2).case.sources[0]
     assert len(source.unrecognized) == 50 and source.unrecognized_count == 61
     assert source.truncated == ["a record of it is cut or damaged (line 61)"]
 
@@ -220,10 +224,7 @@ def test_records_that_lost_their_host_name_read_in_ranges_give_the_case_one_proc
     ]
     target = tmp_path / "lost_host.log"
     target.write_text("\n".join(lines) + "\n")
-    serial = read_case([str(target)], jobs=1)
-    parallel = read_case([str(target)], jobs=2)
-    assert len(workers.tasks([InputFile(str(target), str(target))], 2)) > 2
-    assert parallel.case.model_dump() == serial.case.model_dump()
+    parallel = read_both_ways(target, 2)
     (node9,) = [p for p in parallel.case.processes if p.pid == 4242]
     assert (node9.host, node9.network) == ("node9", "IB")
 
