@@ -96,7 +96,8 @@ class NvlinkProblem(NamedTuple):
     peers: int  # how many peers have them
     fastest: float
     evidence: list[Evidence]
-    partial: list[NvlinkGpu] = []  # GPUs whose listing lost lines, left out of the comparison
+    partial: tuple[NvlinkGpu, ...] = ()  # GPUs whose listing lost lines, left out of the comparison
+    lines_lost: int = 0  # link lines this GPU's own listing lost (its inactive ones are down all the same)
 
 
 def nvlink_problems(group: list[NvlinkGpu]) -> list[NvlinkProblem]:
@@ -116,7 +117,9 @@ def nvlink_problems(group: list[NvlinkGpu]) -> list[NvlinkProblem]:
         for g in short:
             down = [link for link in g.links if link.speed is None]
             lines = [e for e in [g.evidence, *(d.evidence for d in down)] if e is not None]
-            out.append(NvlinkProblem(g, [d.link for d in down], [], most, judged - len(short), 0.0, lines, partial))
+            peers = judged - len(short)
+            lost = listed - len(g.links)
+            out.append(NvlinkProblem(g, [d.link for d in down], [], most, peers, 0.0, lines, tuple(partial), lost))
     speeds = [link.speed for g in group for link in g.active if link.speed is not None]
     fastest = max(speeds, default=0.0)
     for g in group:

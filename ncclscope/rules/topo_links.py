@@ -189,9 +189,8 @@ def _smi_nvlink_down(ctx: Context) -> Iterable[Finding]:
             else:
                 which = f" (link{'s' if len(p.down) != 1 else ''} {number_ranges(p.down)} inactive)" if p.down else ""
                 problem = f"{len(g.active)} active NVLinks{which}, where its {p.peers} peers have {p.most}"
-                lost = max(len(other.links) for other in group) - len(g.links)
-                if lost:  # its inactive links are down all the same
-                    problem += f" ({'one' if lost == 1 else lost} of its link lines lost in the paste)"
+                if p.lines_lost:
+                    problem += f" ({'one' if p.lines_lost == 1 else p.lines_lost} of its link lines lost in the paste)"
                 if p.partial:
                     listed = ", ".join(str(other.index) for other in p.partial)
                     problem += f" (GPU {listed}: fewer links listed, lines lost; not compared)"
