@@ -177,3 +177,8 @@ def test_a_gpu_whose_nvlink_listing_lost_lines_is_not_taken_for_one_with_links_d
     (finding,) = findings_of("TOPO008", damaged)
     assert "GPU 6 has 15 active NVLinks (links 14-15 inactive), where its 4 peers have 18" in finding.message
     assert "(one of its link lines lost in the paste)" in finding.message
+    # or emptied to its indentation: the rest of GPU 6's listing is still GPU 6's
+    lines.insert(lines.index(next(line for line in lines if line.startswith("GPU 6:"))) + 1, "\t")
+    damaged.write_text("\n".join(lines) + "\n")
+    (finding,) = findings_of("TOPO008", damaged)
+    assert "GPU 6 has 15 active NVLinks (links 14-15 inactive), where its 4 peers have 18" in finding.message

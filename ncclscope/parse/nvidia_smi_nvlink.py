@@ -41,6 +41,8 @@ class NvidiaSmiNvlinkReader:
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is nvidia-smi nvlink's (then no other reader needs it)."""
         body = text.strip()
+        if not body:  # a blank line (a link line the paste emptied) ends no listing
+            return False
         is_gpu = GPU_RE.match(body) is not None
         is_link = not is_gpu and LINK_RE.match(body) is not None
         after, self._after = self._after, False
