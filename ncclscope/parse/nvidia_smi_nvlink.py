@@ -14,6 +14,8 @@ from ncclscope.grammars import load
 from ncclscope.model import Evidence, NvlinkGpu, NvlinkLink
 
 GPU_RE = re.compile(r"^GPU \d+: .*\(UUID: ")
+# a GPU line glued after other text (the shell prompt's command, when a paste lost the line break)
+GLUED_GPU_RE = re.compile(r"GPU \d+: [^()]*\(UUID: [^()]*\)\s*$")
 LINK_RE = re.compile(r"^Link \d+[:,]")
 
 
@@ -44,6 +46,12 @@ class NvidiaSmiNvlinkReader:
         if not body:  # a blank line (a link line the paste emptied) ends no listing
             return False
         is_gpu = GPU_RE.match(body) is not None
+        read = body
+        if not is_gpu and (glued := GLUED_GPU_RE.search(body)) is not None:
+            before = body[: glued.start()].strip()
+            if LINK_RE.match(before):  # the previous GPU's last link line, then the next GPU's line
+                self.feed(line_no, before)
+            read, is_gpu = glued.group(), True
         is_link = not is_gpu and LINK_RE.match(body) is not None
         after, self._after = self._after, False
         if is_link and self._gpu is None:
@@ -56,7 +64,7 @@ class NvidiaSmiNvlinkReader:
             self._gpu = None
             return False
         try:
-            tree = load("nvidia_smi_nvlink").parse(body)
+            tree = load("nvidia_smi_nvlink").parse(read)
         except LarkError:
             self._gpu = None
             if is_link:  # another line glued on: the link lines after it have lost their GPU
