@@ -144,6 +144,8 @@ class _Builder:
     command_line_settings: list[EnvSetting] = field(default_factory=list)
     split_started: dict[tuple[str, str, int | None, str], str] = field(default_factory=dict)  # child -> id
     splits: dict[tuple[str | None, int | None, str, int | None], int] = field(default_factory=dict)
+    problems: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # source -> lines not used
+    problems_more: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # past PROBLEMS_LIMIT
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
@@ -196,6 +198,9 @@ class Assembly:
         self._records = None
         walk.give(parsed.log.events)
         walk.end()
+        parsed.source.problems.extend(builder.problems.pop(parsed.source.path, ()))
+        if more := builder.problems_more.pop(parsed.source.path, 0):
+            parsed.source.problems.append(f"{more} more such line{'s' if more > 1 else ''}")
         _last_error_texts(parsed, walk.given)
         parsed.log.events = []  # assembled: the memory goes to the next input and to the output
         _add_connections(parsed, self._summary, self._edges)
@@ -411,9 +416,25 @@ def _on_plugin(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         _add_message(b, e, f, path, warning=False)  # the usual "no external plugin here", not a fault
 
 
+PROBLEMS_LIMIT = 10  # per input: the lines it was read from that are named in its problems
+
+
+def _problem(b: _Builder, path: str, text: str) -> None:
+    if len(b.problems[path]) < PROBLEMS_LIMIT:
+        b.problems[path].append(text)
+    else:
+        b.problems_more[path] += 1
+
+
+# NCCL's own networks; a name cut short of one (`Using network Sock`, the paste's last line) names none
+NCCL_NETWORKS = ("IB", "Socket")
+
+
 def _on_network(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     name = str(e.fields.get("network", "")).strip()
-    if "\ufffd" in name:  # bytes that are not text: a damaged name is no network (an unknown one would read as RDMA)
+    # a damaged name is no network: an unknown one would read as an RDMA plugin's
+    if "\ufffd" in name or any(len(name) < len(n) and n.startswith(name) for n in NCCL_NETWORKS):
+        _problem(b, path, f"line {e.line}: `Using network {name}` is damaged or cut short; no network read from it")
         return
     s.process.network = name
     s.process.evidence["network"] = _evidence(path, e)

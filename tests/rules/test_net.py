@@ -190,6 +190,24 @@ def test_a_network_name_with_undecodable_bytes_is_not_read_as_rdma(tmp_path) -> 
     assert {"NET001", "NET002"} <= codes  # "NET/Socket : Using [0]enp5s0" still tells, with no RDMA device
 
 
+def test_a_network_name_cut_short_of_socket_is_not_read_as_rdma_and_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`Using network S` (a line cut in the paste) names no plugin: read as one, the host used RDMA and the
+    fallback vanished. The host's `NET/Socket` listing still tells; the line is named in the input's problems."""
+    path = "fixtures/topo_cases/vm_sysfs_unreadable.log"
+    damaged = tmp_path / "damaged.log"
+    damaged.write_text(Path(path).read_text().replace("Using network Socket", "Using network S"))
+    case = read_case([str(damaged)], jobs=1).case
+    assert {"NET001", "NET002"} <= {f.code for f in analyze(case).findings}
+    assert case.sources[0].problems == [
+        "line 10: `Using network S` is damaged or cut short; no network read from it",
+        "line 11: `Using network S` is damaged or cut short; no network read from it",
+    ]
+    # a plugin's own name is read as it is
+    damaged.write_text(Path(path).read_text().replace("Using network Socket", "Using network IBext_v8"))
+    case = read_case([str(damaged)], jobs=1).case
+    assert case.sources[0].problems == [] and {p.network for p in case.processes} == {"IBext_v8"}
+
+
 def test_net002_is_quiet_on_healthy_ib_jobs() -> None:
     for path in (HEALTHY_MULTINODE, HEALTHY_IB_GDR, HEALTHY_MERGED):
         assert findings(path, "NET002") == [], path
