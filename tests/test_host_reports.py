@@ -174,6 +174,14 @@ def test_a_gpu_whose_nvlink_listing_lost_lines_is_not_taken_for_one_with_links_d
     (finding,) = findings_of("TOPO008", damaged)
     assert "GPU 6 has 15 active NVLinks (links 14-15 inactive), where its 5 peers have 18" in finding.message
     assert "(one of its link lines lost in the paste)" in finding.message
+    # or cut short (`Link 0: 26.562 GB/s` to `L`): the rest of the listing is still GPU 6's, and the line named
+    gpu6 = lines.index(next(line for line in lines if line.startswith("GPU 6:")))
+    damaged.write_text("\n".join([*lines[: gpu6 + 1], "\t L", *lines[gpu6 + 1 :]]) + "\n")
+    case = case_of(damaged)
+    assert [(g.index, len(g.links), len(g.active)) for g in case.nvlink_gpus][6] == (6, 17, 15)
+    assert case.sources[0].problems == [f"line {gpu6 + 2}: an NVLink line of GPU 6 is cut or damaged; not read"]
+    (finding,) = findings_of("TOPO008", damaged)
+    assert "GPU 6 has 15 active NVLinks (links 14-15 inactive), where its 5 peers have 18" in finding.message
     # or emptied to its indentation: the rest of GPU 6's listing is still GPU 6's
     lines.insert(lines.index(next(line for line in lines if line.startswith("GPU 6:"))) + 1, "\t")
     damaged.write_text("\n".join(lines) + "\n")
@@ -202,8 +210,6 @@ def test_a_gpu_line_glued_after_a_prompt_or_a_link_line_is_still_read(tmp_path: 
     damaged.write_text("\n".join(lines) + "\n")
     case = case_of(damaged)
     assert [(g.index, len(g.links)) for g in case.nvlink_gpus][4:6] == [(4, 17), (5, 18)]
-    assert case.sources[0].problems == [
-        "line 96: 1 NVLink line of no GPU (its `GPU n: ...` line is missing or damaged); not read"
-    ]
+    assert case.sources[0].problems == ["line 96: an NVLink line of GPU 4 is cut or damaged; not read"]
     (finding,) = findings_of("TOPO008", damaged)
     assert "(GPU 4: fewer links listed, lines lost; not compared)" in finding.message

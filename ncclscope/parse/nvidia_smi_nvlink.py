@@ -17,6 +17,7 @@ GPU_RE = re.compile(r"^GPU \d+: .*\(UUID: ")
 # a GPU line glued after other text (the shell prompt's command, when a paste lost the line break)
 GLUED_GPU_RE = re.compile(r"GPU \d+: [^()]*\(UUID: [^()]*\)\s*$")
 LINK_RE = re.compile(r"^Link \d+[:,]")
+CUT_LINK_RE = re.compile(r"^L(?:i(?:n(?:k(?: \d*)?)?)?)?$")  # a link line cut before its colon
 
 
 class NvidiaSmiNvlinkReader:
@@ -31,6 +32,7 @@ class NvidiaSmiNvlinkReader:
         self._orphans: list[list[int]] = []
         self._in_orphans = False  # the last line fed was one of them
         self._after = False  # the last line fed was nvidia-smi nvlink's
+        self._damaged: list[tuple[int, int]] = []  # (line, GPU index): a link line in a GPU's listing, not read
 
     @property
     def problems(self) -> list[str]:
@@ -38,7 +40,7 @@ class NvidiaSmiNvlinkReader:
             f"line {first}: {count} NVLink line{'s' if count > 1 else ''} of no GPU (its `GPU n: ...` line is "
             "missing or damaged); not read"
             for first, count in self._orphans
-        ]
+        ] + [f"line {line}: an NVLink line of GPU {gpu} is cut or damaged; not read" for line, gpu in self._damaged]
 
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is nvidia-smi nvlink's (then no other reader needs it)."""
@@ -61,15 +63,18 @@ class NvidiaSmiNvlinkReader:
             return True
         self._in_orphans = False
         if not is_gpu and not is_link:
+            if self._gpu is not None and CUT_LINK_RE.match(body):
+                return self._damage(line_no)
             self._gpu = None
             return False
         try:
             tree = load("nvidia_smi_nvlink").parse(read)
         except LarkError:
+            if is_link and self._gpu is not None:
+                # cut, or another line glued on: the listing goes on (the next GPU's links, had its line
+                # been glued here, start again from link 0: see below)
+                return self._damage(line_no)
             self._gpu = None
-            if is_link:  # another line glued on: the link lines after it have lost their GPU
-                self._orphan(line_no)
-                return True
             return False
         self._after = True
         evidence = Evidence(source=self.source, line=line_no, text=body)
@@ -96,6 +101,12 @@ class NvidiaSmiNvlinkReader:
             gpu.links.append(
                 NvlinkLink(link=int(values[0]), speed=float(values[1]) if active else None, evidence=evidence)
             )
+        return True
+
+    def _damage(self, line_no: int) -> bool:
+        assert self._gpu is not None
+        self._damaged.append((line_no, self._gpu.index))
+        self._after = True
         return True
 
     def _orphan(self, line_no: int) -> None:
