@@ -144,8 +144,8 @@ class _Builder:
     command_line_settings: list[EnvSetting] = field(default_factory=list)
     split_started: dict[tuple[str, str, int | None, str], str] = field(default_factory=dict)  # child -> id
     splits: dict[tuple[str | None, int | None, str, int | None], int] = field(default_factory=dict)
-    problems: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # source -> lines not used
-    problems_more: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # past PROBLEMS_LIMIT
+    damaged: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # source -> records not used
+    damaged_more: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # past DAMAGED_LIMIT
 
 
 def assemble(inputs: Iterable[ParsedInput]) -> Case:
@@ -198,9 +198,10 @@ class Assembly:
         self._records = None
         walk.give(parsed.log.events)
         walk.end()
-        parsed.source.problems.extend(builder.problems.pop(parsed.source.path, ()))
-        if more := builder.problems_more.pop(parsed.source.path, 0):
-            parsed.source.problems.append(f"{more} more such line{'s' if more > 1 else ''}")
+        # a damaged record the grammar took is a damaged input all the same (Source.truncated)
+        parsed.source.truncated.extend(builder.damaged.pop(parsed.source.path, ()))
+        if more := builder.damaged_more.pop(parsed.source.path, 0):
+            parsed.source.truncated.append(f"{more} more such record{'s' if more > 1 else ''}")
         _last_error_texts(parsed, walk.given)
         parsed.log.events = []  # assembled: the memory goes to the next input and to the output
         _add_connections(parsed, self._summary, self._edges)
@@ -416,14 +417,14 @@ def _on_plugin(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         _add_message(b, e, f, path, warning=False)  # the usual "no external plugin here", not a fault
 
 
-PROBLEMS_LIMIT = 10  # per input: the lines it was read from that are named in its problems
+DAMAGED_LIMIT = 10  # per input: the damaged records named one by one
 
 
-def _problem(b: _Builder, path: str, text: str) -> None:
-    if len(b.problems[path]) < PROBLEMS_LIMIT:
-        b.problems[path].append(text)
+def _damaged(b: _Builder, path: str, text: str) -> None:
+    if len(b.damaged[path]) < DAMAGED_LIMIT:
+        b.damaged[path].append(text)
     else:
-        b.problems_more[path] += 1
+        b.damaged_more[path] += 1
 
 
 # NCCL's own networks; a name cut short of one (`Using network Sock`, the paste's last line) names none
@@ -434,7 +435,8 @@ def _on_network(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     name = str(e.fields.get("network", "")).strip()
     # a damaged name is no network: an unknown one would read as an RDMA plugin's
     if "\ufffd" in name or any(len(name) < len(n) and n.startswith(name) for n in NCCL_NETWORKS):
-        _problem(b, path, f"line {e.line}: `Using network {name}` is damaged or cut short; no network read from it")
+        why = f"line {e.line}: `Using network {name}`; no network read from it"
+        _damaged(b, path, f"a record of it is cut or damaged ({why})")
         return
     s.process.network = name
     s.process.evidence["network"] = _evidence(path, e)

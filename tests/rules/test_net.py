@@ -192,20 +192,20 @@ def test_a_network_name_with_undecodable_bytes_is_not_read_as_rdma(tmp_path) -> 
 
 def test_a_network_name_cut_short_of_socket_is_not_read_as_rdma_and_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """`Using network S` (a line cut in the paste) names no plugin: read as one, the host used RDMA and the
-    fallback vanished. The host's `NET/Socket` listing still tells; the line is named in the input's problems."""
+    fallback vanished. The host's `NET/Socket` listing still tells; the input is named as cut there."""
     path = "fixtures/topo_cases/vm_sysfs_unreadable.log"
     damaged = tmp_path / "damaged.log"
     damaged.write_text(Path(path).read_text().replace("Using network Socket", "Using network S"))
     case = read_case([str(damaged)], jobs=1).case
     assert {"NET001", "NET002"} <= {f.code for f in analyze(case).findings}
-    assert case.sources[0].problems == [
-        "line 10: `Using network S` is damaged or cut short; no network read from it",
-        "line 11: `Using network S` is damaged or cut short; no network read from it",
+    assert case.sources[0].truncated == [
+        "a record of it is cut or damaged (line 10: `Using network S`; no network read from it)",
+        "a record of it is cut or damaged (line 11: `Using network S`; no network read from it)",
     ]
     # a plugin's own name is read as it is
     damaged.write_text(Path(path).read_text().replace("Using network Socket", "Using network IBext_v8"))
     case = read_case([str(damaged)], jobs=1).case
-    assert case.sources[0].problems == [] and {p.network for p in case.processes} == {"IBext_v8"}
+    assert case.sources[0].truncated == [] and {p.network for p in case.processes} == {"IBext_v8"}
 
 
 def test_net002_is_quiet_on_healthy_ib_jobs() -> None:
