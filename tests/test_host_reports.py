@@ -213,3 +213,20 @@ def test_a_gpu_line_glued_after_a_prompt_or_a_link_line_is_still_read(tmp_path: 
     assert case.sources[0].problems == ["line 96: an NVLink line of GPU 4 is cut or damaged; not read"]
     (finding,) = findings_of("TOPO008", damaged)
     assert "(GPU 4: fewer links listed, lines lost; not compared)" in finding.message
+
+
+def test_a_gpus_nvlink_listing_goes_on_past_tabs_and_another_programs_line(tmp_path: Path) -> None:
+    """Spaces turned to tabs (`Link\t0:\t26.562\tGB/s`) and a line of another program inside GPU 6's listing
+    (two outputs interleaved) leave GPU 6 all its links: the rest of its listing was lost uncounted."""
+    lines = (REPO / "fixtures/smi/nvlink_s_gpu6_two_down.txt").read_text().splitlines()
+    gpu6 = lines.index(next(line for line in lines if line.startswith("GPU 6:")))
+    lines[gpu6] = lines[gpu6].replace(" ", "\t")
+    lines[gpu6 + 1] = lines[gpu6 + 1].replace(" ", "\t")
+    lines.insert(gpu6 + 5, "[rank0]: step 10 loss 2.31")
+    damaged = tmp_path / "nvlink.txt"
+    damaged.write_text("\n".join(lines) + "\n")
+    case = case_of(damaged)
+    assert [(g.index, len(g.links), len(g.active)) for g in case.nvlink_gpus][6] == (6, 18, 16)
+    assert case.sources[0].problems == []
+    (finding,) = findings_of("TOPO008", damaged)
+    assert "GPU 6 has 16 active NVLinks (links 14-15 inactive), where its 7 peers have 18" in finding.message

@@ -13,11 +13,12 @@ from lark.exceptions import LarkError
 from ncclscope.grammars import load
 from ncclscope.model import Evidence, NvlinkGpu, NvlinkLink
 
-GPU_RE = re.compile(r"^GPU \d+: .*\(UUID: ")
+# spaces may have become tabs in a paste (the grammar takes any inline white space)
+GPU_RE = re.compile(r"^GPU\s+\d+:\s.*\(UUID:\s")
 # a GPU line glued after other text (the shell prompt's command, when a paste lost the line break)
-GLUED_GPU_RE = re.compile(r"GPU \d+: [^()]*\(UUID: [^()]*\)\s*$")
-LINK_RE = re.compile(r"^Link \d+[:,]")
-CUT_LINK_RE = re.compile(r"^L(?:i(?:n(?:k(?: \d*)?)?)?)?$")  # a link line cut before its colon
+GLUED_GPU_RE = re.compile(r"GPU\s+\d+:\s[^()]*\(UUID:\s[^()]*\)\s*$")
+LINK_RE = re.compile(r"^Link\s+\d+\s*[:,]")
+CUT_LINK_RE = re.compile(r"^L(?:i(?:n(?:k(?:\s+\d*)?)?)?)?$")  # a link line cut before its colon
 
 
 class NvidiaSmiNvlinkReader:
@@ -65,7 +66,7 @@ class NvidiaSmiNvlinkReader:
         if not is_gpu and not is_link:
             if self._gpu is not None and CUT_LINK_RE.match(body):
                 return self._damage(line_no)
-            self._gpu = None
+            # another program's line: the listing may go on after it (two outputs interleaved in a paste)
             return False
         try:
             tree = load("nvidia_smi_nvlink").parse(read)
@@ -81,7 +82,11 @@ class NvidiaSmiNvlinkReader:
         values = [str(child) for child in tree.children]
         if tree.data == "gpu":
             self._gpu = NvlinkGpu(
-                source=self.source, index=int(values[0]), product=values[1].strip(), uuid=values[2], evidence=evidence
+                source=self.source,
+                index=int(values[0]),
+                product=" ".join(values[1].split()),
+                uuid=values[2],
+                evidence=evidence,
             )
             self._kept = False
             return True
