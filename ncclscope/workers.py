@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ncclscope.parse import nccl_log, split
-from ncclscope.parse.source import ParsedInput, parse_input, parse_range
-from ncclscope.parse.split import RangePart, byte_ranges, can_split
+from ncclscope.parse.split import RangePart, byte_ranges, can_split, parse_range
 from ncclscope.sources import InputFile
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
+
+    from ncclscope.parse.source import ParsedInput
 
 # options of the reading commands (parse, analyze, report) followed by a value, not by an input
 VALUE_OPTIONS = frozenset({"-f", "--format", "-o", "--output", "--select", "--ignore", "--fail-on", "--idle"})
@@ -70,7 +71,13 @@ def tasks(files: list[InputFile], workers: int) -> list[InputFile]:
 
 def run_task(task: InputFile) -> ParsedInput | RangePart:
     with gc_paused():
-        return parse_range(task) if task.span is not None else parse_input(task)
+        if task.span is not None:
+            return parse_range(task)
+        # the other readers and the models load here, not before the fork: workers forked early for the
+        # ranges of a large log need neither, and the command loads them beside the workers (entry.py)
+        from ncclscope.parse.source import parse_input
+
+        return parse_input(task)
 
 
 @contextmanager

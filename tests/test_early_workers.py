@@ -196,3 +196,14 @@ def test_workers_stopped_before_their_initializer_ran_end_even_when_the_parent_c
         signal.signal(signal.SIGTERM, before)
     assert [process.exitcode is not None and process.exitcode < 0 for process in started] == [True] * len(started)
     assert caught == []  # the parent itself was never signalled
+
+
+def test_workers_are_forked_before_the_readers_and_models_load() -> None:
+    """What runs before the fork runs while one core idles: the ranges' workers need the log parser only,
+    and the models (pydantic) and other readers load in the command beside them."""
+    probe = (
+        "import sys; from ncclscope import workers; from ncclscope.parse import nccl_log; nccl_log._parser(); "
+        "print(sorted(m for m in ('ncclscope.model', 'pydantic', 'ncclscope.parse.source') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -228,7 +228,7 @@ SECOND_RANGE: list[int] = []  # where the second byte range starts (set before t
 def _slow_after_the_first_range(task):  # type: ignore[no-untyped-def]
     """A worker's task (forked: it replaces workers.run_task there too): the first range is parsed;
     the second asks the parent to stop, as one Ctrl-C would; every later one would take a minute."""
-    from ncclscope.parse.source import parse_range
+    from ncclscope.parse.split import parse_range
 
     if task.span is None or task.span[0] == 0:
         return parse_range(task)

@@ -24,7 +24,7 @@ from rich.console import Console
 
 from ncclscope.engine import analyze
 from ncclscope.model import Analysis
-from ncclscope.parse import flight_recorder
+from ncclscope.parse import sniff
 from ncclscope.parse.source import parse_input
 from ncclscope.reading import read_case
 from ncclscope.render import findings as render
@@ -208,7 +208,7 @@ def test_damaged_inputs_are_read_counted_and_keep_the_findings_they_did_not_touc
     if b"\x00" in data[:SNIFF_BYTES]:
         # binary: refused in one line, never half-read; unless the damage left a Flight Recorder pickle,
         # a dump read whole (our H100 VM's fr_rank_0 with an edit that found no NCCL prefix to change)
-        if not (source.usable and flight_recorder.looks_like(data) == "pickle"):
+        if not (source.usable and sniff.flight_recorder_dump(data) == "pickle"):
             assert not source.usable and source.problems
         return
     assert source.lines == len(mutated.lines)
@@ -245,7 +245,7 @@ def test_two_inputs_interleaved_line_by_line_are_read_and_counted(
     if b"\x00" in data[:SNIFF_BYTES]:
         # binary: refused, unless it is a dump read whole (an empty input, such as our H100 VM's
         # `nvlink -s`, interleaved with a Flight Recorder pickle is that pickle)
-        assert not parsed.source.usable or flight_recorder.looks_like(data) == "pickle"
+        assert not parsed.source.usable or sniff.flight_recorder_dump(data) == "pickle"
         return
     assert parsed.source.lines == len(mutated.lines)
     analysis = analyze(read_case([str(target)], jobs=1).case)

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ncclscope.model import BenchmarkRun
-from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
+from ncclscope.parse.nccl_tests import NcclTestsReader, parse_nccl_tests_json
+from ncclscope.parse.sniff import nccl_tests_json as looks_like_nccl_tests_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nccl_tests"
 

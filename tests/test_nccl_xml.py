@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ncclscope.model import NcclTopologyDump
-from ncclscope.parse.nccl_xml import MAX_DEPTH, XmlRefused, looks_like, read_xml
+from ncclscope.parse.nccl_xml import MAX_DEPTH, XmlRefused, read_xml
+from ncclscope.parse.sniff import nccl_xml as looks_like
 from ncclscope.sources import SNIFF_BYTES
 
 from conftest import REPO, run_cli

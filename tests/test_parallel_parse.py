@@ -234,11 +234,9 @@ def test_a_file_of_mostly_other_text_is_read_whole_after_its_first_ranges_were_w
 ) -> None:
     """A range that holds more lines of other programs than a range may keep (split.OTHER_LINES_KEEP)
     makes the file be read whole; the records of the ranges already walked are walked once, not twice."""
-    from ncclscope.parse import source
-
     monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
     monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
-    monkeypatch.setattr(source, "OTHER_LINES_KEEP", 100)
+    monkeypatch.setattr(split, "OTHER_LINES_KEEP", 100)
     started_again = []
     monkeypatch.setattr(
         reading._InOrder, "start_again", lambda self, f=reading._InOrder.start_again: (started_again.append(1), f(self))

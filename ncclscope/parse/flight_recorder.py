@@ -32,7 +32,6 @@ MAX_BYTES = 512 * 1024 * 1024  # a 2000-entry dump with stacks is a few MB per r
 ENTRIES_KEEP = 256  # the last entries kept per group and rank (a hang is decided at the end of the buffer)
 RANK_RE = re.compile(r"(\d+)(?:\.json|\.pkl|\.pickle)?$")
 RANKS_RE = re.compile(r"^\s*[\[(]?\s*(\d+(?:\s*,\s*\d+)*)?\s*,?\s*[\])]?\s*$")
-PICKLE_PROTOCOLS = range(2, 6)
 
 
 class RefusedPickle(ValueError):
@@ -49,16 +48,6 @@ class _PlainDataUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid: Any) -> Any:
         raise RefusedPickle("it refers to a persistent object")
-
-
-def looks_like(head: bytes) -> str | None:
-    """'pickle' or 'json' when the start of a file can be a Flight Recorder dump, else None."""
-    if len(head) >= 2 and head[0] == 0x80 and head[1] in PICKLE_PROTOCOLS:
-        return "pickle"
-    text = head.lstrip()[:4096]
-    if text.startswith(b"{") and b'"entries"' in head and (b'"pg_config"' in head or b'"version"' in head):
-        return "json"
-    return None
 
 
 def rank_from_name(path: str) -> int | None:

@@ -780,19 +780,8 @@ def _infer(run: BenchmarkRun, columns: list[str]) -> None:
 # ---------------------------------------------------------------------------------------------
 # -J JSON output (C.7)
 
-_JSON_HINT = re.compile(r'"(?:nccl_version|average_bus_bandwid[ie]th|out_of_bounds|minimum_bytes|out_of_place)"')
 _JSON_BARE_NAN = re.compile(r"(?<=[:\[,])(\s*)-?(?:nan|inf)\b", re.I)
 _JSON_RESULT = re.compile(r'\{\s*"size"\s*:')
-
-
-def looks_like_nccl_tests_json(head: str) -> bool:
-    """Cheap check on the first few KB of a .json input."""
-    if not head.lstrip().startswith("{"):
-        return False
-    if _JSON_HINT.search(head):
-        return True
-    # version, start_time and args come first; a long env list may push the rest out of the head
-    return '"start_time"' in head and '"args"' in head and '"version"' in head
 
 
 def parse_nccl_tests_json(text: str, source: str) -> BenchmarkRun | None:

@@ -36,8 +36,6 @@ MAX_BYTES = 16 * 1024 * 1024  # a 72-GPU NVL72 tray's topology is well under 1 M
 MAX_DEPTH = 64  # NCCL's trees are a dozen levels deep at most
 MAX_ELEMENTS = 200_000
 EVIDENCE_CHARS = 400
-XmlForm = Literal["topology", "graph"]
-_ROOT_RE = re.compile(rb"<(system|graphs)[\s>/]")
 _SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)")
 # the runner's per-host dumps of a run on several hosts (runner/environment.py): nccl-topo.<host>.xml
 _HOST_FILE_RE = re.compile(r"(?:^|/)nccl-(?:topo|graph)\.([^/]+)\.xml$")
@@ -45,17 +43,6 @@ _HOST_FILE_RE = re.compile(r"(?:^|/)nccl-(?:topo|graph)\.([^/]+)\.xml$")
 
 class XmlRefused(ValueError):
     """The XML asked for something NCCL's files never hold (a DTD, entities) or is too large or deep."""
-
-
-def looks_like(head: bytes) -> XmlForm | None:
-    """'topology' or 'graph' when the input is NCCL's XML (it starts with markup and has that root)."""
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not text.startswith(b"<"):
-        return None
-    found = _ROOT_RE.search(head)
-    if found is None:
-        return None
-    return "topology" if found.group(1) == b"system" else "graph"
 
 
 def read_xml(data: bytes, source: str) -> tuple[NcclTopologyDump | NcclGraphDump | None, list[str]]:

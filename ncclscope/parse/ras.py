@@ -35,11 +35,6 @@ def _parser() -> Lark:
     return load("ras_status", ("start", "job_row"))
 
 
-def looks_like_json(head: bytes) -> bool:
-    text = head.lstrip()
-    return text.startswith(b"{") and b'"communicators' in head and (b'"ras"' in head or b'"nccl_version"' in head)
-
-
 class RasReader:
     """Reads the lines of one input that belong to `ncclras` reports; one RasReport per report."""
 

@@ -32,16 +32,16 @@ from ncclscope.model import (
     UnrecognizedLine,
 )
 from ncclscope.normalize import clean, strip_launcher_prefix
-from ncclscope.parse import flight_recorder, nccl_xml, ras
+from ncclscope.parse import flight_recorder, nccl_xml, ras, sniff
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
-from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, Event, LogResult, NcclLogParser, ShapeBook
-from ncclscope.parse.nccl_tests import NcclTestsReader, looks_like_nccl_tests_json, parse_nccl_tests_json
+from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, Event, LogResult, NcclLogParser
+from ncclscope.parse.nccl_tests import NcclTestsReader, parse_nccl_tests_json
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
 from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
 from ncclscope.parse.p2p_matrix import P2pMatrixReader
-from ncclscope.parse.split import OTHER_LINES_KEEP, LogJoin, RangePart
+from ncclscope.parse.split import LogJoin, RangePart
 from ncclscope.parse.topo_matrix import TopologyReader
 from ncclscope.sources import InputFile, ReadStats, iter_blocks, open_binary, read_head
 
@@ -149,7 +149,7 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     `progress` is called with the size of each block of text read (the TUI's progress bar)."""
     source = Source(path=item.display)
     head = read_head(item)
-    form = flight_recorder.looks_like(head)
+    form = sniff.flight_recorder_dump(head)
     if form is not None:
         return _parse_flight_record(item, source, form)
     if b"\x00" not in head:  # text documents; with NUL bytes the line reader refuses the input as binary
@@ -166,45 +166,14 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
 
 def _parse_text_document(item: InputFile, source: Source, head: bytes) -> ParsedInput | None:
     """A whole-document text input (ncclras JSON, NCCL's XML, nccl-tests JSON), or None for a line input."""
-    if ras.looks_like_json(head):
+    if sniff.ras_json(head):
         return _parse_ras_json(item, source)
-    xml_form = nccl_xml.looks_like(head)
+    xml_form = sniff.nccl_xml(head)
     if xml_form is not None:
         return _parse_nccl_xml(item, source, xml_form)
     if item.path.endswith(".json") and not item.is_stdin:
         return _parse_json(item, source, head)
     return None
-
-
-_BOOK: tuple[str, ShapeBook] | None = None  # the shapes learnt from this process's last file
-
-
-def _shape_book(path: str) -> ShapeBook:
-    """The shapes this process learnt from earlier ranges of the same file (a worker reads several)."""
-    global _BOOK
-    if _BOOK is None or _BOOK[0] != path:
-        _BOOK = (path, ShapeBook())
-    return _BOOK[1]
-
-
-def parse_range(item: InputFile) -> RangePart:
-    """One byte range of a large file (`item.span`): its NCCL records, and its other lines kept in order
-    for the readers that follow tables across lines (see split.py)."""
-    stats = ReadStats()
-    part = RangePart(LogResult(), stats)
-    other = part.other
-
-    def keep(line_no: int, text: str) -> None:
-        if len(other) < OTHER_LINES_KEEP:
-            other.append((line_no, text))
-        else:
-            part.too_much_other = True
-
-    log = NcclLogParser(keep, _shape_book(item.path))
-    for block, first_line in iter_blocks(item, stats):
-        log.feed_block(block, first_line)
-    part.log = log.result
-    return part
 
 
 class JoinedRanges:
@@ -384,7 +353,7 @@ def _parse_flight_record(item: InputFile, source: Source, form: str) -> ParsedIn
     return ParsedInput(source, flight_records=[dump])
 
 
-def _parse_nccl_xml(item: InputFile, source: Source, form: nccl_xml.XmlForm) -> ParsedInput:
+def _parse_nccl_xml(item: InputFile, source: Source, form: sniff.XmlForm) -> ParsedInput:
     """NCCL's topology or graph XML (parse/nccl_xml.py); a hostile one is refused whole."""
     data = _read_whole(item, source, nccl_xml.MAX_BYTES)
     if data is None:
@@ -423,7 +392,7 @@ def _parse_ras_json(item: InputFile, source: Source) -> ParsedInput:
 def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInput | None:
     """nccl-tests -J output; None when the file is not that (then it is read as text)."""
     head = head_bytes.decode("utf-8", "replace")
-    if not looks_like_nccl_tests_json(head):
+    if not sniff.nccl_tests_json(head):
         return None
     data = _read_whole(item, source, JSON_MAX_BYTES)
     if data is None:

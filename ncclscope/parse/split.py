@@ -14,10 +14,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ncclscope.parse import flight_recorder, nccl_xml, ras
-from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult
-from ncclscope.parse.nccl_tests import looks_like_nccl_tests_json
-from ncclscope.sources import MAX_LINE_BYTES, InputFile, ReadStats, read_head
+from ncclscope.parse import sniff
+from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
+from ncclscope.sources import MAX_LINE_BYTES, InputFile, ReadStats, iter_blocks, read_head
 
 SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: start-up costs more than it saves
 # Several ranges per worker: the start of a log (init, new line shapes to learn) costs more per byte
@@ -54,10 +53,10 @@ def is_document(head: bytes) -> bool:
     nccl-tests -J), by the sniffers that parse_input dispatches on; a log whose lines start with `[` or `{`
     is not one."""
     return (
-        flight_recorder.looks_like(head) is not None
-        or ras.looks_like_json(head)
-        or nccl_xml.looks_like(head) is not None
-        or looks_like_nccl_tests_json(head.decode("utf-8", "replace"))
+        sniff.flight_recorder_dump(head) is not None
+        or sniff.ras_json(head)
+        or sniff.nccl_xml(head) is not None
+        or sniff.nccl_tests_json(head.decode("utf-8", "replace"))
     )
 
 
@@ -80,6 +79,37 @@ def byte_ranges(path: str, parts: int, min_bytes: int = 1, workers: int = 1) -> 
             if starts[-1] < start < size:
                 starts.append(start)
     return [(a, b) for a, b in zip(starts, [*starts[1:], size], strict=True)]
+
+
+_BOOK: tuple[str, ShapeBook] | None = None  # the shapes learnt from this process's last file
+
+
+def _shape_book(path: str) -> ShapeBook:
+    """The shapes this process learnt from earlier ranges of the same file (a worker reads several)."""
+    global _BOOK
+    if _BOOK is None or _BOOK[0] != path:
+        _BOOK = (path, ShapeBook())
+    return _BOOK[1]
+
+
+def parse_range(item: InputFile) -> RangePart:
+    """One byte range of a large file (`item.span`): its NCCL records, and its other lines kept in order
+    for the readers that follow tables across lines (see above)."""
+    stats = ReadStats()
+    part = RangePart(LogResult(), stats)
+    other = part.other
+
+    def keep(line_no: int, text: str) -> None:
+        if len(other) < OTHER_LINES_KEEP:
+            other.append((line_no, text))
+        else:
+            part.too_much_other = True
+
+    log = NcclLogParser(keep, _shape_book(item.path))
+    for block, first_line in iter_blocks(item, stats):
+        log.feed_block(block, first_line)
+    part.log = log.result
+    return part
 
 
 class LogJoin:
