@@ -460,7 +460,11 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     devices = f.get("ib_devices")
     if isinstance(devices, dict):
+        host = e.host or ""
         for dev in listed(devices.get("ib_device")):
+            index = as_int(dev.get("index"))
+            if (path, host, "IB", index if index is not None else -1) in b.devices:
+                continue  # listed by another process of the host: the first listing is kept (_device)
             members = listed(dev.get("ib_member"))
             if members:
                 names = [str(m.get("device_name")) for m in members]
@@ -469,7 +473,7 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
                     e,
                     path,
                     "IB",
-                    as_int(dev.get("index")),
+                    index,
                     "+".join(names),
                     members=names,
                     port=as_int(members[0].get("port")),
@@ -481,7 +485,7 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
                     e,
                     path,
                     "IB",
-                    as_int(dev.get("index")),
+                    index,
                     str(dev.get("device_name")),
                     port=as_int(dev.get("port")),
                     link_layer=str(dev.get("link_layer")),
