@@ -442,9 +442,14 @@ def _on_network(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     s.process.evidence["network"] = _evidence(path, e)
 
 
+def _device_key(e: Event, path: str, transport: str, index: int | None) -> tuple[str, str, str, int]:
+    return (path, e.host or "", transport, index if index is not None else -1)
+
+
 def _device(b: _Builder, e: Event, path: str, transport: str, index: int | None, name: str, **extra: Any) -> None:
-    host = e.host or ""
-    key = (path, host, transport, index if index is not None else -1)
+    """The device of a host's listing; the first listing of the host keeps it (each of its processes lists it)."""
+    key = _device_key(e, path, transport, index)
+    host = key[1]
     if key not in b.devices:
         b.devices[key] = NetDevice(
             host=host,
@@ -460,11 +465,10 @@ def _on_net_ib(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     devices = f.get("ib_devices")
     if isinstance(devices, dict):
-        host = e.host or ""
         for dev in listed(devices.get("ib_device")):
             index = as_int(dev.get("index"))
-            if (path, host, "IB", index if index is not None else -1) in b.devices:
-                continue  # listed by another process of the host: the first listing is kept (_device)
+            if _device_key(e, path, "IB", index) in b.devices:
+                continue  # listed by another process of the host: its fields are not read again
             members = listed(dev.get("ib_member"))
             if members:
                 names = [str(m.get("device_name")) for m in members]
