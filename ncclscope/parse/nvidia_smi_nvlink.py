@@ -50,7 +50,8 @@ class NvidiaSmiNvlinkReader:
             return False
         is_gpu = GPU_RE.match(body) is not None
         read = body
-        if not is_gpu and (glued := GLUED_GPU_RE.search(body)) is not None:
+        # every line of other programs comes here: the regex runs only where a GPU line can be
+        if not is_gpu and "(UUID:" in body and (glued := GLUED_GPU_RE.search(body)) is not None:
             before = body[: glued.start()].strip()
             if LINK_RE.match(before):  # the previous GPU's last link line, then the next GPU's line
                 self.feed(line_no, before)
