@@ -9,7 +9,8 @@ import numpy as np
 
 from ncclscope.parse.coarse import CoarseTemplate
 from ncclscope.parse.coll_scan import CollScan, hex_values
-from ncclscope.parse.nccl_log import Event, LogResult, NcclLogParser, ShapeBook
+from ncclscope.parse.nccl_log import Event, LogResult, NcclLogParser, ShapeBook, _moved_shape
+from ncclscope.parse.shapes import ShapeMover, shape_key
 
 
 def parse(text: str) -> tuple[LogResult, list[tuple[int, str]]]:
@@ -458,6 +459,60 @@ def test_trees_lines_where_ranks_lack_a_parent_or_child_share_one_parse() -> Non
     for event, chains in zip(events, expected, strict=True):
         read = [entry["tree_chain"]["tree_ids"] for entry in event.fields["tree_entry"]]
         assert read == [[{"sint": [str(a), str(b), str(d)]}, str(r), str(up)] for a, b, d, r, up in chains]
+
+
+def test_a_shape_moved_onto_a_line_of_other_value_widths_is_the_one_the_grammar_reads_there() -> None:
+    """A line whose values differ in width from a parsed line's is read with that parse moved word by word
+    (shapes.py): every span of every record (its prefix, its fields, a table row glued before it) lands
+    where the grammar itself puts it on that line."""
+    rng = random.Random(23)
+
+    def trees() -> str:
+        chains = " ".join(
+            f"[{c}] {rng.choice([-1, rng.randrange(2048)])}/-1/{rng.randrange(2048)}->{rng.randrange(2048)}->"
+            f"{rng.choice([-1, rng.randrange(2048)])}"
+            for c in range(32)
+        )
+        return f"Trees {chains}"
+
+    messages = [
+        trees,
+        lambda: (
+            f"Channel {rng.randrange(64):02d}/{rng.randrange(2)} : {rng.randrange(4096)}[{rng.randrange(8)}] -> "
+            f"{rng.randrange(4096)}[{rng.randrange(8)}] [send] via NET/IB/{rng.randrange(8)}/GDRDMA/Shared"
+        ),
+        lambda: (
+            f"Ring {rng.randrange(64):02d} : {rng.randrange(4096)} -> {rng.randrange(4096)} -> {rng.randrange(4096)}"
+        ),
+        lambda: (
+            f"comm 0x{rng.randrange(1 << 40):x} rank {rng.randrange(4096)} nRanks {rng.randrange(1, 4096)} "
+            f"nNodes {rng.randrange(1, 512)} localRanks 8 localRank {rng.randrange(8)} MNNVL 0"
+        ),
+    ]
+    for n, make in enumerate(messages):
+        lines = []
+        for _ in range(30):  # the words stay (one kind of host name, a launcher's tag or none); their widths change
+            tag = f"[1,{rng.randrange(4096)}]<stdout>:" if n % 2 else ""
+            origin = f"{rng.choice(['node', 'gpua', 'dgx'])}{rng.randrange(1, 999)}:{rng.randrange(1, 10**7)}"
+            lines.append(f"{tag}{origin}:{rng.randrange(1, 10**7)} [{rng.randrange(8)}] NCCL INFO {make()}")
+        parser = NcclLogParser(lambda n, t: None)
+        exemplar = parser._learn(lines[0].encode())
+        assert exemplar.recognized, lines[0]
+        mover = ShapeMover(exemplar.exemplar, exemplar.kind)
+        moved_any = False
+        for line in lines[1:]:
+            raw = line.encode()
+            if shape_key(raw) != shape_key(exemplar.exemplar):
+                continue  # another number of words: not a line this shape can be moved onto
+            moved = _moved_shape(mover, exemplar, raw)
+            parsed = parser._learn(raw)
+            assert moved is not None, line
+            moved_any = True
+            assert [(r.span, r.level, r.family, r.prefix, r.fields) for r in moved.records] == [
+                (r.span, r.level, r.family, r.prefix, r.fields) for r in parsed.records
+            ], line
+            assert (moved.lead, moved.recognized, moved.exemplar) == (parsed.lead, parsed.recognized, raw)
+        assert moved_any, make
 
 
 def _coll_lines(rng: random.Random, n: int, ranks: list[tuple[str, int, str]]) -> tuple[list[str], dict]:

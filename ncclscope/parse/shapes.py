@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,7 +29,7 @@ SIGNED_VALUE_RE = re.compile(rb"(?:(?<![A-Za-z0-9])-(?=[0-9]))?[A-Za-z0-9]+")
 NUMBER_RE = re.compile(rb"-?(?:0x)?[0-9a-fA-F]+")
 
 Span = tuple[int, int]
-SpanMover = Callable[[int, int], Span]
+SpanPlan = tuple[int, int, int, int]  # (start anchor, offset, end anchor, offset): see ShapeMover.span_plan
 
 
 def coarse_key(line: bytes) -> bytes:
@@ -52,6 +52,7 @@ class ShapeMover:
         self.exemplar = exemplar
         self.kind = kind  # per column: 0 a word that must stay, 1-2 a number, 3 the host name
         self._values: list[Span] | None = None  # most shapes are never reused: computed on first use
+        self.plan: Any = None  # the moves of its shape's spans, made on first use (nccl_log.py)
 
     def _prepare(self) -> list[Span]:
         values = [m.span() for m in SIGNED_VALUE_RE.finditer(self.exemplar)]
@@ -65,8 +66,9 @@ class ShapeMover:
         self._values = values
         return values
 
-    def mapper(self, line: bytes) -> SpanMover | None:
-        """A function moving an exemplar span onto `line`, or None when the shapes differ."""
+    def anchors(self, line: bytes) -> list[int] | None:
+        """Where `line`'s words start and end, as positions `span_plan` counts from (0 first, then every
+        word's start, then every word's end), or None when `line` is not of the exemplar's shape."""
         values = self._values if self._values is not None else self._prepare()
         new = [m.span() for m in SIGNED_VALUE_RE.finditer(line)]
         if len(new) != len(values):
@@ -80,32 +82,40 @@ class ShapeMover:
         for i in self._numbers:  # a number may become any number, never a word ("count 12" vs "count all")
             if not NUMBER_RE.fullmatch(line, *new[i]):
                 return None
-        starts = self._value_starts
+        return [0, *[c for c, _ in new], *[d for _, d in new]]
 
-        def move(pos: int) -> int:
-            """Where the character at `pos` of the exemplar (or the end, pos == len) lands."""
-            i = bisect.bisect_right(starts, pos) - 1
-            if i < 0:
-                return pos  # before the first value: the text is the same
-            a, b = values[i]
-            if pos == a:
-                return new[i][0]
-            if pos >= b:
-                return new[i][1] + pos - b  # in the literal text after value i
+    def _anchor_of(self, pos: int) -> tuple[int, int]:
+        """(anchor, offset): the exemplar's character at `pos` (or its end, pos == len) lands at
+        anchors[anchor] + offset of another line; InsideValue when `pos` falls inside a word."""
+        values = self._values if self._values is not None else self._prepare()
+        i = bisect.bisect_right(self._value_starts, pos) - 1
+        if i < 0:
+            return 0, pos  # before the first word: the text is the same
+        a, b = values[i]
+        if pos == a:
+            return 1 + i, 0
+        if pos >= b:
+            return 1 + len(values) + i, pos - b  # in the literal text after word i
+        raise InsideValue
+
+    def span_plan(self, a: int, b: int) -> SpanPlan:
+        """How the exemplar's span (a, b) moves onto a line: its ends as (anchor, offset) pairs (see
+        `anchors`). It depends on the exemplar alone: InsideValue when an end falls inside a word."""
+        values = self._values if self._values is not None else self._prepare()
+        start = self._anchor_of(a)
+        if b <= a:
+            return (*start, *start)
+        i = bisect.bisect_right(self._value_starts, b - 1) - 1
+        if i >= 0 and values[i][0] <= b - 1 < values[i][1]:
+            if b == values[i][1]:
+                return (*start, 1 + len(values) + i, 0)
             raise InsideValue
+        end, offset = self._anchor_of(b - 1)
+        return (*start, end, offset + 1)
 
-        def move_span(a: int, b: int) -> Span:
-            start = move(a)
-            if b <= a:
-                return (start, start)
-            i = bisect.bisect_right(starts, b - 1) - 1
-            if i >= 0 and values[i][0] <= b - 1 < values[i][1]:
-                if b == values[i][1]:
-                    return (start, new[i][1])
-                raise InsideValue
-            return (start, move(b - 1) + 1)
-
-        return move_span
+    def __getstate__(self) -> dict[str, object]:
+        # what is worked out on use (the words, a shape's plan: closures) is worked out again
+        return {"exemplar": self.exemplar, "kind": self.kind, "_values": None, "plan": None}
 
 
 def _digits_start(text: bytes, a: int, b: int) -> int:
