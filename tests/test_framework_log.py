@@ -84,12 +84,31 @@ def test_ran_for_on_a_line_of_its_own_completes_the_timeout() -> None:
     assert reader.lines == 3 and not reader.not_understood
 
 
-def test_a_wrapped_record_cut_by_the_end_of_the_input_is_reported_not_dropped() -> None:
+def test_a_wrapped_record_cut_by_the_end_of_the_input_is_read_in_part_and_named_as_cut() -> None:
+    """The paste ends inside the record: its rank and SeqNum are whole, its OpType is not."""
     reader = read_lines("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=")
-    assert reader.events == [] and reader.cut_at_end == 1
-    assert reader.not_understood == [
-        (1, "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=")
-    ]
+    assert [(e.kind, e.rank, e.seq, e.op_type) for e in reader.events] == [("watchdog_timeout", 0, 3, None)]
+    assert reader.cut_at_end == 1 and reader.cut == [1] and not reader.not_understood
+
+
+@pytest.mark.parametrize(
+    ("cut_after", "read"),
+    [
+        ("Timeout(ms)=18", (4, "BROADCAST", 112, None, None)),  # the field cut is left out, with its "(ms)"
+        ("Timeout(ms)=1800000) ran for 18", (4, "BROADCAST", 112, 1800000, None)),
+    ],
+)
+def test_a_cut_record_keeps_the_fields_it_holds_whole(cut_after: str, read: tuple) -> None:
+    full = "WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800010"
+    text = "[Rank 4] Watchdog caught collective operation timeout: " + full[: full.index(cut_after) + len(cut_after)]
+    (event,) = read_lines(text).events
+    assert (event.seq, event.op_type, event.numel_out, event.timeout_ms, event.ran_ms) == read
+
+
+def test_a_record_cut_before_its_first_field_is_not_understood() -> None:
+    reader = read_lines("[Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqN")
+    assert reader.events == [] and reader.cut == [] and reader.cut_at_end == 1
+    assert [line for line, _ in reader.not_understood] == [1]
 
 
 def test_a_log_line_whose_marker_was_wrapped_away_is_not_the_rest_of_a_damaged_record() -> None:
@@ -108,13 +127,37 @@ def test_a_log_line_whose_marker_was_wrapped_away_is_not_the_rest_of_a_damaged_r
 
 
 def test_a_new_record_is_not_swallowed_by_an_unfinished_one() -> None:
+    """Rank 0's record lost its rest (the next line is rank 1's own): what it holds whole is read, and it
+    is named as cut."""
     reader = read_lines(
         "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=",
         "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE) ran for 9"
         " milliseconds before timing out.",
     )
-    assert [(e.rank, e.seq) for e in reader.events] == [(1, 3)]
-    assert [n for n, _ in reader.not_understood] == [1]
+    assert [(e.rank, e.seq, e.op_type) for e in reader.events] == [(0, 3, None), (1, 3, "ALLREDUCE")]
+    assert reader.cut == [1] and reader.cut_at_end is None and not reader.not_understood
+
+
+def test_a_record_cut_short_inside_an_input_is_named_and_joins_its_collective(tmp_path: Path) -> None:
+    """RUN006 counts rank 0 among the ranks that timed out at SeqNum 3 (ALLREDUCE): its record, cut before
+    its OpType by the next one, holds its rank and SeqNum whole. The input is named as damaged there."""
+    target = tmp_path / "cut.log"
+    target.write_text(
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=\n"
+        + "".join(
+            f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, "
+            f"NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600100 milliseconds before timing out.\n"
+            for r in (1, 2)
+        ),
+        encoding="utf-8",
+    )
+    finding = only_finding("RUN006", target)
+    assert "timed out ALLREDUCE (SeqNum 3, 8 elements) on ranks 0-2 after 600 s" in finding.message
+    case = read_case([str(target)], jobs=1).case
+    assert case.sources[0].truncated == [
+        "a framework record of it is cut short (line 1); the fields it holds whole are read"
+    ]
+    assert case.sources[0].framework_unrecognized == 0
 
 
 @pytest.mark.parametrize(
@@ -284,5 +327,6 @@ def test_silent_ranks_of_a_cut_input_may_just_be_missing(tmp_path: Path) -> None
     cut = tmp_path / "cut.log"
     cut.write_text("\n".join(lines) + "\n", encoding="utf-8")
     finding = only_finding("RUN006", cut)
-    assert "ranks 5-7 of 8 reported no timeout" in finding.message
+    # rank 5's record, cut inside OpType, holds its rank and SeqNum: rank 5 timed out like ranks 0-4
+    assert "on ranks 0-5" in finding.message and "ranks 6-7 of 8 reported no timeout" in finding.message
     assert "the input looks cut" in finding.message and "so their lines may just be missing" in finding.message

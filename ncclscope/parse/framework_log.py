@@ -43,6 +43,7 @@ COMMAND_RE = re.compile(
     r"|singularity|apptainer|kubectl|horovodrun|env|export|bash|sh|\S*_perf(?:_mpi)?)(?=\s)"
     r"|(?:^|[\s$#>])(?:-x|-e|--env|--export=\S*?)[ =]?NCCL_|^\s*(?:\S*[$#]\s+)?NCCL_\w+=\S*\s"
 )
+WORK_RE = re.compile(r"WorkNCCL\((?:[^()]|\(ms\))*\)")  # the work a watchdog record names, closed
 WRAP_LIMIT = 3  # physical lines one hard-wrapped record may span
 EVENTS_KEEP = 2000  # events kept per input (a watchdog prints several per rank); the rest are counted
 SETTINGS_KEEP = 500
@@ -130,6 +131,7 @@ class FrameworkReader:
     not_understood: list[tuple[int, str]] = field(default_factory=list)
     not_kept: dict[str, int] = field(default_factory=dict)  # facts read beyond the limits, by kind
     cut_at_end: int | None = None  # the line of a record the input cut off
+    cut: list[int] = field(default_factory=list)  # lines of cut records read in part
     _pending: tuple[int, str, int] | None = None  # a hard-wrapped record: first line, text so far, lines
     _last_error: tuple[FrameworkEvent, int] | None = None  # "Last error:" (and its line) whose text follows
     _carry: tuple[int, str] | None = None  # a line that may hold the first part of a wrapped record
@@ -145,7 +147,7 @@ class FrameworkReader:
                 self._read(first_no, _glue(joined, stripped), parts + 1)
                 self.lines += 1
                 return True
-            self.not_understood.append((first_no, joined[:300]))
+            self._cut_short(first_no, joined)
         if self._wants_ran is not None:
             waiting, self._wants_ran = self._wants_ran, None
             ran = _parse(stripped, "ran")
@@ -229,6 +231,23 @@ class FrameworkReader:
 
     def finish(self) -> None:
         if self._pending is not None:  # a wrapped record whose rest was not pasted
-            self.not_understood.append(self._pending[:2])
+            self._cut_short(*self._pending[:2])
             self.cut_at_end = self._pending[0]
             self._pending = None
+
+    def _cut_short(self, line_no: int, text: str) -> None:
+        """A watchdog timeout whose rest was lost (the paste ends, or another record follows): the fields
+        it holds whole are read (`[Rank 4] ... WorkNCCL(SeqNum=4, OpTy`: rank 4 timed out at SeqNum 4),
+        else it is a line not understood. Either way the input is named as cut (`cut`, `cut_at_end`)."""
+        body = text[record_start(text) or 0 :].rstrip()
+        work = body.find("WorkNCCL(")
+        closed = WORK_RE.search(body)
+        comma = body.rfind(",", work)
+        # up to the end of WorkNCCL(...), else up to its last whole field
+        whole = body[: closed.end()] if closed else body[:comma] + ")" if comma > work >= 0 else ""
+        tree = _parse(whole, "framework_record") if whole else None
+        if tree is None or tree.data != "watchdog_timeout" or len(self.events) >= EVENTS_KEEP:
+            self.not_understood.append((line_no, text[:300]))
+            return
+        self.events.append(event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip())))
+        self.cut.append(line_no)

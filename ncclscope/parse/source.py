@@ -307,6 +307,11 @@ def _truncation(source: Source, res: LogResult, others: _OtherLines, stats: Read
     if others.framework.cut_at_end is not None:
         source.truncated.append(f"it ends in a cut framework record (line {others.framework.cut_at_end})")
         source.ends_cut = True
+    if inside := [n for n in others.framework.cut if n != others.framework.cut_at_end]:
+        more = f" and {len(inside) - 1} more" if len(inside) > 1 else ""
+        source.truncated.append(
+            f"a framework record of it is cut short (line {inside[0]}{more}); the fields it holds whole are read"
+        )
     if others.elisions:
         line_no, mark = others.elisions[0]
         more = f" and {len(others.elisions) - 1} more" if len(others.elisions) > 1 else ""

@@ -64,6 +64,11 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
         timeouts[(event.op_type or "a collective", event.seq)].append(event)
     if not timeouts:
         return
+    # a record cut before its OpType (the rest of the line was lost) joins the collective of its SeqNum
+    for op, seq in [key for key in timeouts if key[0] == "a collective" and key[1] is not None]:
+        named = [key for key in timeouts if key[1] == seq and key[0] != op]
+        if len(named) == 1:
+            timeouts[named[0]].extend(timeouts.pop((op, seq)))
     nccl_warns = len({(w.evidence.source, w.evidence.line) for w in ctx.case.warnings if w.level in ("WARN", "ABORT")})
     world = _world_size(ctx)
     seqs = sorted({seq for _, seq in timeouts if seq is not None})
