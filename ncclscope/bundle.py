@@ -70,7 +70,7 @@ def write_bundle(
             members = _member_names(staged)
             problems = [redactor.redact_line(p) for p in problems]
         else:
-            staged = [_stage_stdin(f, staging) for f in files]
+            staged = [_stage_stream(f, staging, index) for index, f in enumerate(files)]
         shown = [InputFile(s.path, f"{out.name}:{m}") for s, m in zip(staged, members, strict=True)]
         outcome = read_files(shown, problems, paths, jobs)
         if redactor is not None:
@@ -115,12 +115,13 @@ def _member_names(files: list[InputFile]) -> list[str]:
     return names
 
 
-def _stage_stdin(item: InputFile, staging: Path) -> InputFile:
-    if not item.is_stdin:
+def _stage_stream(item: InputFile, staging: Path, index: int) -> InputFile:
+    """stdin or a pipe, copied once: the bundle holds what the analysis read."""
+    if not item.is_stream:
         return item
-    target = staging / "stdin.log"
+    target = staging / ("stdin.log" if item.is_stdin else f"{index}-{Path(item.path).name}.log")
     target.write_bytes(read_input_bytes(item))
-    return InputFile(str(target), "-")
+    return InputFile(str(target), item.display)
 
 
 def _write_reports(analysis: Analysis, report_dir: Path) -> list[str]:

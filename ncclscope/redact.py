@@ -269,13 +269,20 @@ def _read_lines(item: InputFile) -> Iterable[str]:
 
 
 def read_input_bytes(item: InputFile) -> bytes:
-    """The whole (decompressed) content of one input; stdin is read once and kept in `item`."""
-    cached = _STDIN_CACHE.get(id(item))
+    """The whole (decompressed) content of one input; stdin or a pipe is read once and kept for `item`."""
+    cached = _STREAM_CACHE.get(id(item))
     if cached is not None:
         return cached
-    if item.is_stdin:
-        data = sys.stdin.buffer.read()
-        _STDIN_CACHE[id(item)] = data
+    if item.is_stream:
+        try:
+            if item.is_stdin:
+                data = sys.stdin.buffer.read()
+            else:
+                with open(item.path, "rb") as stream:
+                    data = stream.read()
+        except OSError:
+            data = b""
+        _STREAM_CACHE[id(item)] = data
         return data
     try:
         if item.path.endswith(".gz"):
@@ -286,7 +293,7 @@ def read_input_bytes(item: InputFile) -> bytes:
         return b""
 
 
-_STDIN_CACHE: dict[int, bytes] = {}
+_STREAM_CACHE: dict[int, bytes] = {}
 
 
 def _read_gzip(handle: gzip.GzipFile) -> bytes:
@@ -334,7 +341,7 @@ def redact_inputs(
         target = workdir / f"{index:04d}" / redactor.redact_path(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         if b"\x00" in data[:8192]:
-            shutil.copyfile(item.path, target) if not item.is_stdin else target.write_bytes(data)
+            shutil.copyfile(item.path, target) if not item.is_stream else target.write_bytes(data)
         else:
             target.write_bytes(redactor.redact_bytes(data, name))
         display = redactor.redact_path(item.display)

@@ -39,10 +39,17 @@ class InputFile:
     path: str
     display: str
     span: tuple[int, int] | None = None  # a byte range of the file (whole lines), read by one of several workers
+    pipe: bool = False  # a path that is no regular file: a named pipe, `<(command)` (/dev/fd/N), a device
 
     @property
     def is_stdin(self) -> bool:
         return self.path == "-"
+
+    @property
+    def is_stream(self) -> bool:
+        """Read once, in order, as it comes (stdin or a pipe): what is read is gone from it, so it is
+        neither sniffed before reading nor split nor opened twice."""
+        return self.path == "-" or self.pipe
 
 
 @dataclass
@@ -82,7 +89,7 @@ def expand_inputs(paths: list[str]) -> tuple[list[InputFile], list[str]]:
             if problem:
                 problems.append(problem)
         elif path.exists():
-            files.append(InputFile(str(path), raw))
+            files.append(InputFile(str(path), raw, pipe=not path.is_file()))
         else:
             problems.append(f"{raw}: no such file or directory")
     return files, problems
@@ -172,8 +179,8 @@ def open_binary(item: InputFile) -> BinaryIO:
 
 
 def read_head(item: InputFile, size: int = SNIFF_BYTES) -> bytes:
-    """The first bytes of a file input (not stdin), for sniffing; b'' on any error."""
-    if item.is_stdin:
+    """The first bytes of a file input (not a stream), for sniffing; b'' on any error."""
+    if item.is_stream:
         return b""
     try:
         with open_binary(item) as handle:
@@ -192,7 +199,7 @@ def iter_blocks(
     except OSError as exc:
         stats.problems.append(f"cannot open: {exc.strerror or exc}")
         return
-    reader = _reader(handle, item.is_stdin, item.span)
+    reader = _reader(handle, item.is_stream, item.span)
     pending = b""
     overlong = 0  # bytes of the current line beyond MAX_LINE_BYTES
     line_no = 1
@@ -203,7 +210,7 @@ def iter_blocks(
                 stats.stopped_by = interrupts.requested()
                 break
             try:
-                with interrupts.waiting_for_input() if item.is_stdin else nullcontext():
+                with interrupts.waiting_for_input() if item.is_stream else nullcontext():
                     chunk = reader()
             except interrupts.ReadingStopped:
                 stats.stopped_by = interrupts.requested()

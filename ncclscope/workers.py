@@ -46,8 +46,9 @@ class Pool:
 
 
 def count(files: list[InputFile], jobs: int | None) -> int:
-    """How many workers: one per core (or `jobs`), as many as the inputs need; one for stdin."""
-    if any(f.is_stdin for f in files):
+    """How many workers: one per core (or `jobs`), as many as the inputs need; one for stdin or a pipe
+    (this process reads it: what came before a Ctrl-C is kept)."""
+    if any(f.is_stream for f in files):
         return 1
     cores = os.cpu_count() or 1
     if jobs is not None:

@@ -171,7 +171,7 @@ def _parse_text_document(item: InputFile, source: Source, head: bytes) -> Parsed
     xml_form = sniff.nccl_xml(head)
     if xml_form is not None:
         return _parse_nccl_xml(item, source, xml_form)
-    if item.path.endswith(".json") and not item.is_stdin:
+    if item.path.endswith(".json") and not item.is_stream:
         return _parse_json(item, source, head)
     return None
 

@@ -37,8 +37,8 @@ class RangePart:
 
 
 def can_split(item: InputFile) -> bool:
-    """A plain file (not stdin, not compressed) large enough to be worth splitting."""
-    if item.is_stdin or item.path.endswith(".gz") or item.span is not None:
+    """A plain file (not stdin or a pipe, not compressed) large enough to be worth splitting."""
+    if item.is_stream or item.path.endswith(".gz") or item.span is not None:
         return False
     try:
         if os.path.getsize(item.path) < SPLIT_MIN_BYTES:

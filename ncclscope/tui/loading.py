@@ -51,9 +51,11 @@ class PreparedInputs:
 
 
 def prepare_inputs(paths: list[str], stdin: BinaryIO | None = None) -> PreparedInputs:
-    """Expand `paths` (files, directories, bundles, `-`); spool stdin and decompress .gz inputs to temporary files.
+    """Expand `paths` (files, directories, bundles, `-`); spool stdin and pipes and decompress .gz inputs to
+    temporary files.
 
-    stdin is read to its end here, before the interface starts (the raw log needs random access to its lines)."""
+    stdin and pipes are read to their end here, before the interface starts (the raw log needs random access
+    to its lines)."""
     expanded, problems = expand_inputs(paths)
     workdir = Path(tempfile.mkdtemp(prefix="ncclscope-tui-"))
     atexit.register(shutil.rmtree, workdir, True)
@@ -62,6 +64,12 @@ def prepare_inputs(paths: list[str], stdin: BinaryIO | None = None) -> PreparedI
         if item.is_stdin:
             spooled = workdir / "stdin.log"
             spool(stdin if stdin is not None else sys.stdin.buffer, spooled)
+            item = InputFile(str(spooled), item.display)
+            prepared.raw[item.display] = item.path
+        elif item.is_stream:  # a pipe (`<(command)`): read once, like stdin
+            spooled = workdir / f"{index}-{Path(item.path).name}.log"
+            with open(item.path, "rb") as stream:
+                spool(stream, spooled)
             item = InputFile(str(spooled), item.display)
             prepared.raw[item.display] = item.path
         elif item.path.endswith(".gz"):
