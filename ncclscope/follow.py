@@ -35,7 +35,7 @@ from ncclscope.model import Analysis, Case
 from ncclscope.parse.source import parse_input
 from ncclscope.progress import JUDGED_AT_END, waiting_report
 from ncclscope.render.findings import headline, print_finding
-from ncclscope.sources import InputFile
+from ncclscope.sources import InputFile, is_pipe
 from ncclscope.workers import gc_paused
 
 POLL_SECONDS = 0.25  # how often a quiet input is looked at again
@@ -52,9 +52,9 @@ def follow(
 ) -> int:
     """Follow `target` (a path or `-`) to its end or a stop signal; the exit status of `analyze`."""
     workdir = None
-    if target == "-":
+    if target == "-" or is_pipe(target):
         workdir = Path(tempfile.mkdtemp(prefix="ncclscope-follow-"))  # mode 0700: the log stays private
-        source = FollowedInput.stdin(workdir)
+        source = FollowedInput.stdin(workdir) if target == "-" else FollowedInput.pipe(target, workdir)
     else:
         if not Path(target).is_file():
             err.print(f"ncclscope: {target}: not a file that can be followed", markup=False)

@@ -63,6 +63,14 @@ class FollowedInput:
         spooled.touch()
         return cls("-", str(spooled), os.dup(0))
 
+    @classmethod
+    def pipe(cls, target: str, workdir: Path) -> FollowedInput:
+        """Follow a pipe given by name (`<(command)`, a named pipe) as stdin is followed. Opening a named
+        pipe waits for its writer."""
+        spooled = workdir / "pipe.log"
+        spooled.touch()
+        return cls(target, str(spooled), os.open(target, os.O_RDONLY))
+
     def _copy_stdin(self) -> None:
         assert self._fd is not None
         with open(self.path, "ab") as out:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import atexit
 import gzip
 import json
+import os
 import shutil
+import stat
 import sys
 import tarfile
 import tempfile
@@ -89,10 +91,20 @@ def expand_inputs(paths: list[str]) -> tuple[list[InputFile], list[str]]:
             if problem:
                 problems.append(problem)
         elif path.exists():
-            files.append(InputFile(str(path), raw, pipe=not path.is_file()))
+            files.append(InputFile(str(path), raw, pipe=is_pipe(raw)))
         else:
             problems.append(f"{raw}: no such file or directory")
     return files, problems
+
+
+def is_pipe(path: str) -> bool:
+    """A path that names a pipe (`<(command)` gives /dev/fd/63, mkfifo makes one), a socket or a device:
+    what is read from it is gone from it."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 BUNDLE_SUFFIXES = (".tar.gz", ".tgz")

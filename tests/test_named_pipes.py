@@ -21,6 +21,7 @@ import pytest
 
 from ncclscope.redact import redact_inputs
 from ncclscope.sources import expand_inputs
+from ncclscope.tui.following import prepare_followed
 from ncclscope.tui.loading import prepare_inputs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,3 +145,47 @@ def test_the_tui_keeps_a_copy_of_a_pipe_for_its_raw_log(fifo: Path) -> None:
     assert item.display == str(fifo) and not item.is_stream
     assert Path(item.path).read_bytes() == data
     assert prepared.raw[str(fifo)] == item.path
+
+
+def test_follow_prints_findings_while_the_job_keeps_its_pipe_open(fifo: Path) -> None:
+    """`analyze --follow <(torchrun ...)`: each finding as soon as its lines came, as for stdin; the pipe's
+    end ends it."""
+    still_running = threading.Event()
+    job = writer(fifo, SOCKET_LOG.read_bytes(), hold_open=still_running)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ncclscope", "analyze", "--follow", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        text=True,
+    )
+    try:
+        seen: list[str] = []
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline and not any("NET001 socket-transport" in line for line in seen):
+            seen.append(child.stdout.readline())  # type: ignore[union-attr]
+        assert any("NET001 socket-transport" in line for line in seen), seen[-20:]
+        assert child.poll() is None  # printed while the job still holds the pipe open
+        still_running.set()
+        out, err = child.communicate(timeout=WAIT)
+    finally:
+        still_running.set()
+        if child.poll() is None:
+            child.kill()
+        job.join(WAIT)
+    assert child.returncode == 1, err  # the pipe ended: the findings' exit status
+    assert "147 lines read" in out + err and "Traceback" not in err
+
+
+def test_the_tui_follows_a_pipe_given_by_name(fifo: Path) -> None:
+    data = SOCKET_LOG.read_bytes()
+    job = writer(fifo, data)
+    prepared = prepare_followed(str(fifo))
+    assert not isinstance(prepared, str), prepared
+    inputs, followed = prepared
+    job.join(WAIT)
+    deadline = time.monotonic() + WAIT
+    while not followed.poll().ended and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert followed.display == str(fifo) and Path(followed.path).read_bytes() == data
+    assert inputs.raw == {str(fifo): followed.path}

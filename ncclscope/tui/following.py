@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ncclscope.growing import FollowedInput, analysis_due
-from ncclscope.sources import InputFile
+from ncclscope.sources import InputFile, is_pipe
 from ncclscope.tui.loading import Failed, PreparedInputs
 
 POLL_SECONDS = 0.2
@@ -119,6 +119,10 @@ def prepare_followed(target: str) -> tuple[PreparedInputs, FollowedInput] | str:
         workdir = Path(tempfile.mkdtemp(prefix="ncclscope-tui-"))
         atexit.register(shutil.rmtree, workdir, True)
         followed = FollowedInput.stdin(workdir)
+    elif is_pipe(target):
+        workdir = Path(tempfile.mkdtemp(prefix="ncclscope-tui-"))
+        atexit.register(shutil.rmtree, workdir, True)
+        followed = FollowedInput.pipe(target, workdir)
     else:
         if not os.path.isfile(target) or target.endswith(".gz"):
             return f"{target}: not a file that can be followed (--follow reads one plain file, or - for stdin)"
