@@ -15,6 +15,7 @@ import tarfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,24 @@ def ncclscope(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@contextmanager
+def hung_job_read_by(fifo: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], threading.Event]]:
+    """A job that writes the socket-fallback log into `fifo` and holds it open (until the event is set), and
+    `ncclscope ARGS` running, its output read by the test; neither is left behind."""
+    still_running = threading.Event()
+    job = writer(fifo, SOCKET_LOG.read_bytes(), hold_open=still_running)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ncclscope", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, text=True
+    )
+    try:
+        yield child, still_running
+    finally:
+        still_running.set()
+        if child.poll() is None:
+            child.kill()
+        job.join(WAIT)
+
+
 def test_a_pipe_is_not_a_regular_file_and_is_read_as_a_stream(fifo: Path) -> None:
     (item,), problems = expand_inputs([str(fifo)])
     assert not problems and item.is_stream and not item.is_stdin
@@ -90,24 +109,10 @@ def test_parse_counts_every_line_of_a_pipe(fifo: Path) -> None:
 
 def test_ctrl_c_on_a_pipe_the_job_keeps_open_analyzes_what_was_read(fifo: Path) -> None:
     """A hung job: the pipe never ends. As with stdin, Ctrl-C analyses what came and exits 130."""
-    hung = threading.Event()
-    job = writer(fifo, SOCKET_LOG.read_bytes(), hold_open=hung)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "ncclscope", "analyze", str(fifo)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=REPO,
-        text=True,
-    )
-    try:
+    with hung_job_read_by(fifo, "analyze", str(fifo)) as (child, _):
         time.sleep(3)  # it reads the lines and waits for more
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=WAIT)
-    finally:
-        hung.set()
-        if child.poll() is None:
-            child.kill()
-        job.join(WAIT)
     assert child.returncode == 130, err
     assert "NET001 socket-transport" in out
     assert "reading stopped by Ctrl-C (SIGINT)" in err and "Traceback" not in err
@@ -150,16 +155,7 @@ def test_the_tui_keeps_a_copy_of_a_pipe_for_its_raw_log(fifo: Path) -> None:
 def test_follow_prints_findings_while_the_job_keeps_its_pipe_open(fifo: Path) -> None:
     """`analyze --follow <(torchrun ...)`: each finding as soon as its lines came, as for stdin; the pipe's
     end ends it."""
-    still_running = threading.Event()
-    job = writer(fifo, SOCKET_LOG.read_bytes(), hold_open=still_running)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "ncclscope", "analyze", "--follow", str(fifo)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=REPO,
-        text=True,
-    )
-    try:
+    with hung_job_read_by(fifo, "analyze", "--follow", str(fifo)) as (child, still_running):
         seen: list[str] = []
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline and not any("NET001 socket-transport" in line for line in seen):
@@ -168,11 +164,6 @@ def test_follow_prints_findings_while_the_job_keeps_its_pipe_open(fifo: Path) ->
         assert child.poll() is None  # printed while the job still holds the pipe open
         still_running.set()
         out, err = child.communicate(timeout=WAIT)
-    finally:
-        still_running.set()
-        if child.poll() is None:
-            child.kill()
-        job.join(WAIT)
     assert child.returncode == 1, err  # the pipe ended: the findings' exit status
     assert "147 lines read" in out + err and "Traceback" not in err
 
