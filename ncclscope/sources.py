@@ -207,7 +207,11 @@ def iter_blocks(
     """Blocks of whole lines (joined by b'\\n', no trailing newline) and the first line's number.
     `progress` is called with the size of every chunk read (decompressed bytes for a .gz)."""
     try:
-        handle = open_binary(item)
+        with interrupts.waiting_for_input() if item.is_stream else nullcontext():
+            handle = open_binary(item)  # a named pipe opens when its writer does
+    except interrupts.ReadingStopped:
+        stats.stopped_by = interrupts.requested()
+        return
     except OSError as exc:
         stats.problems.append(f"cannot open: {exc.strerror or exc}")
         return

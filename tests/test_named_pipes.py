@@ -62,15 +62,20 @@ def ncclscope(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def started(*args: str) -> subprocess.Popen[str]:
+    """`ncclscope ARGS` running, its output read by the test."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "ncclscope", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, text=True
+    )
+
+
 @contextmanager
 def hung_job_read_by(fifo: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], threading.Event]]:
     """A job that writes the socket-fallback log into `fifo` and holds it open (until the event is set), and
     `ncclscope ARGS` running, its output read by the test; neither is left behind."""
     still_running = threading.Event()
     job = writer(fifo, SOCKET_LOG.read_bytes(), hold_open=still_running)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "ncclscope", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, text=True
-    )
+    child = started(*args)
     try:
         yield child, still_running
     finally:
@@ -180,3 +185,17 @@ def test_the_tui_follows_a_pipe_given_by_name(fifo: Path) -> None:
         time.sleep(0.05)
     assert followed.display == str(fifo) and Path(followed.path).read_bytes() == data
     assert inputs.raw == {str(fifo): followed.path}
+
+
+def test_ctrl_c_while_a_named_pipe_waits_for_its_writer_ends_the_reading(fifo: Path) -> None:
+    """Opening a named pipe waits until a job opens it for writing: Ctrl-C ends that wait too."""
+    child = started("analyze", str(fifo))
+    try:
+        time.sleep(3)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=WAIT)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, err
+    assert f"{fifo}: nothing arrived before Ctrl-C (SIGINT)" in err and "Traceback" not in err
