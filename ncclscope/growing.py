@@ -38,8 +38,8 @@ class Growth:
 
 
 class FollowedInput:
-    """A file that grows, or stdin spooled by a thread (`stdin_fd`: the pipe, duplicated before the terminal
-    replaced file descriptor 0)."""
+    """A file that grows, or a pipe spooled by a thread (`stdin_fd`: stdin, duplicated before the terminal
+    replaced file descriptor 0, or a pipe given by name, opened)."""
 
     def __init__(self, display: str, path: str, stdin_fd: int | None = None) -> None:
         self.display = display
