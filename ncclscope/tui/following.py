@@ -112,17 +112,14 @@ def _analyse_in_child(item: InputFile, requests: Connection, results: Connection
 
 
 def prepare_followed(target: str) -> tuple[PreparedInputs, FollowedInput] | str:
-    """The inputs of `tui --follow`: one file, or `-` (a pipe); a message when `target` cannot be followed."""
-    if target == "-":
-        if os.isatty(0):
-            return "-: stdin is the terminal; pipe the job's output in (`torchrun ... 2>&1 | ncclscope tui --follow -`)"
+    """The inputs of `tui --follow`: one file, `-` or a pipe given by name; a message when `target` cannot be
+    followed."""
+    if target == "-" and os.isatty(0):
+        return "-: stdin is the terminal; pipe the job's output in (`torchrun ... 2>&1 | ncclscope tui --follow -`)"
+    if target == "-" or is_pipe(target):
         workdir = Path(tempfile.mkdtemp(prefix="ncclscope-tui-"))
         atexit.register(shutil.rmtree, workdir, True)
-        followed = FollowedInput.stdin(workdir)
-    elif is_pipe(target):
-        workdir = Path(tempfile.mkdtemp(prefix="ncclscope-tui-"))
-        atexit.register(shutil.rmtree, workdir, True)
-        followed = FollowedInput.pipe(target, workdir)
+        followed = FollowedInput.stdin(workdir) if target == "-" else FollowedInput.pipe(target, workdir)
     else:
         if not os.path.isfile(target) or target.endswith(".gz"):
             return f"{target}: not a file that can be followed (--follow reads one plain file, or - for stdin)"

@@ -61,15 +61,13 @@ def prepare_inputs(paths: list[str], stdin: BinaryIO | None = None) -> PreparedI
     atexit.register(shutil.rmtree, workdir, True)
     prepared = PreparedInputs(paths, [], problems)
     for index, item in enumerate(expanded):
-        if item.is_stdin:
-            spooled = workdir / "stdin.log"
-            spool(stdin if stdin is not None else sys.stdin.buffer, spooled)
-            item = InputFile(str(spooled), item.display)
-            prepared.raw[item.display] = item.path
-        elif item.is_stream:  # a pipe (`<(command)`): read once, like stdin
-            spooled = workdir / f"{index}-{Path(item.path).name}.log"
-            with open(item.path, "rb") as stream:
-                spool(stream, spooled)
+        if item.is_stream:  # stdin or a pipe (`<(command)`): read once, here
+            spooled = workdir / ("stdin.log" if item.is_stdin else f"{index}-{Path(item.path).name}.log")
+            if item.is_stdin:
+                spool(stdin if stdin is not None else sys.stdin.buffer, spooled)
+            else:
+                with open(item.path, "rb") as stream:
+                    spool(stream, spooled)
             item = InputFile(str(spooled), item.display)
             prepared.raw[item.display] = item.path
         elif item.path.endswith(".gz"):
