@@ -162,7 +162,9 @@ class Assembly:
     itself is added: the records are walked in line order either way, so the Case is the same."""
 
     def __init__(self) -> None:
-        self.case = Case(ncclscope_version=__version__)
+        # not validated: the assembly fills it field by field, and validating the empty Case builds the
+        # schema of every model it holds (20 ms of a small `analyze`, issue 11), which only JSON output needs
+        self.case = Case.model_construct(ncclscope_version=__version__)
         self._builder = _Builder(self.case)
         self._summary = ConnectionSummary()
         self._edges: dict[tuple, list] = {}

@@ -42,7 +42,9 @@ def analyze(case: Case, select: list[str] | None = None, ignore: list[str] | Non
     _link_stories(findings)
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], not f.root_cause, f.code, f.message))
     summary = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
-    return Analysis(
+    # not validated: its parts are models already; validating would build the schema of the whole Case
+    # (see Assembly), which only JSON output needs
+    return Analysis.model_construct(
         ncclscope_version=__version__,
         findings=findings,
         summary=summary,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from pydantic import BaseModel
 
 import ncclscope as ns
@@ -51,3 +54,19 @@ def test_assigning_copying_and_json_behave_as_before() -> None:
     assert Evidence.model_validate_json(first.model_dump_json()).model_fields_set is second.model_fields_set
     case = Case(ncclscope_version="0")
     assert Case.model_validate_json(case.model_dump_json()) == case
+
+
+def test_a_text_analysis_builds_no_schema_of_the_whole_case_and_its_json_validates_back() -> None:
+    # The Case and the Analysis are made unvalidated (Assembly, engine.analyze): validating them builds the
+    # schema of every model they hold, a tenth of a small `analyze`'s start-up, which only JSON output needs.
+    # A fresh process: another test here may have built those schemas already.
+    code = (
+        "import ncclscope as ns; from ncclscope.model import Analysis, Case\n"
+        f"analysis = ns.analyze(ns.read({str(LOG)!r}, jobs=1))\n"
+        "print(Case.__pydantic_complete__, Analysis.__pydantic_complete__, len(analysis.findings) > 0)\n"
+        "again = Analysis.model_validate_json(analysis.model_dump_json())\n"
+        "print(again == analysis, again.case == analysis.case)\n"
+    )
+    run = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[:2] == ["False False True", "True True"]
