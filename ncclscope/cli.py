@@ -90,6 +90,15 @@ def _read(paths: list[str], jobs: int | None, redact: bool):  # type: ignore[no-
     return read_case(paths, jobs)
 
 
+def _json_output_ahead(name: str) -> None:
+    """Builds the serializer of the model (`Case` or `Analysis`) that is to be written as JSON, now: the
+    Case and the Analysis are made unvalidated, so it is otherwise built as the output is written, 20 ms
+    on one core after every worker has ended; now, the workers started early parse meanwhile."""
+    from ncclscope import model
+
+    getattr(model, name).model_rebuild()
+
+
 def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -108,6 +117,8 @@ def parse(
     jobs: JobsOpt = None,
 ) -> None:
     """Parse inputs into one Case and print a summary (or the Case as JSON)."""
+    if output_format is OutputFormat.json:
+        _json_output_ahead("Case")
     outcome = read_case(paths, jobs)
     _report_problems(outcome.messages)
     if output_format is OutputFormat.json:
@@ -172,6 +183,8 @@ def analyze(
     from ncclscope.engine import analyze as run_rules
     from ncclscope.render import findings as render
 
+    if output_format is AnalyzeFormat.json:
+        _json_output_ahead("Analysis")
     outcome = _read(paths, jobs, redact)
     _report_problems(outcome.messages)
     if outcome.stopped_by is not None and not any(s.kinds for s in outcome.case.sources):
