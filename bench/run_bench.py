@@ -59,6 +59,7 @@ class ChildRun:
     peak_rss_mb: float
     stdout: str
     stderr: str
+    cpu_seconds: float | None = None  # user + system, with the processes it waited for (its workers)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Row:
     mb_per_s: float | None = None
     peak_rss_mb: float | None = None
     vs_ncclscope: float | None = None
+    cpu_seconds: float | None = None
     note: str = ""
 
 
@@ -96,30 +98,32 @@ def child_env() -> dict[str, str]:
 TIME_BIN = shutil.which("time", path="/usr/bin:/bin")
 
 # Fallback when GNU time is missing: run the command from a small fresh
-# Python process and report RUSAGE_CHILDREN.ru_maxrss (includes a few MB of
-# the wrapper itself, copied into the child by fork).
+# Python process and report RUSAGE_CHILDREN (its ru_maxrss includes a few MB of
+# the wrapper itself, copied into the child by fork), in GNU time's order.
 RSS_WRAPPER = (
     "import resource, subprocess, sys\n"
     "rc = subprocess.call(sys.argv[2:])\n"
-    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "open(sys.argv[1], 'w').write(f'{u.ru_maxrss} {u.ru_utime} {u.ru_stime}')\n"
     "sys.exit(rc if rc >= 0 else 128 - rc)\n"
 )
 
 
 def run_child(cmd: list[str], capture_stdout: bool = False) -> ChildRun:
-    """Run ``cmd``; return its exit status, wall time and peak RSS.
+    """Run ``cmd``; return its exit status, wall time, peak RSS and CPU time.
 
     The peak RSS is read by a small intermediate process (GNU ``time -f %M``,
     else a tiny Python wrapper): ``ru_maxrss`` survives ``exec``, so measuring
     the child directly from this (large) process would report at least this
-    process's own size, copied in by fork."""
+    process's own size, copied in by fork. The CPU time is the child's user and
+    system time with that of the processes it waited for: ncclscope's workers."""
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
         tempfile.NamedTemporaryFile("r", suffix=".rss") as rss,
     ):
         if TIME_BIN:
-            full = [TIME_BIN, "-f", "%M", "-o", rss.name, *cmd]
+            full = [TIME_BIN, "-f", "%M %U %S", "-o", rss.name, *cmd]
         else:
             full = [sys.executable, "-c", RSS_WRAPPER, rss.name, *cmd]
         t0 = time.perf_counter()
@@ -134,15 +138,25 @@ def run_child(cmd: list[str], capture_stdout: bool = False) -> ChildRun:
         seconds = time.perf_counter() - t0
         out.seek(0)
         err.seek(0)
-        rss_lines = rss.read().split()
-        rss_kib = int(rss_lines[-1]) if rss_lines and rss_lines[-1].isdigit() else 0
+        # the last line: GNU time writes "Command exited with non-zero status N" before it
+        usage = (rss.read().strip().splitlines() or [""])[-1].split()
+        rss_kib, cpu = _usage(usage)
         return ChildRun(
             rc=proc.returncode,
             seconds=seconds,
             peak_rss_mb=rss_kib / 1024.0,  # KiB on Linux
             stdout=out.read().decode(errors="replace"),
             stderr=err.read().decode(errors="replace"),
+            cpu_seconds=cpu,
         )
+
+
+def _usage(fields: list[str]) -> tuple[int, float | None]:
+    """Peak RSS in KiB and CPU seconds (user + system) from "MAXRSS USER SYSTEM"."""
+    try:
+        return int(fields[0]), float(fields[1]) + float(fields[2])
+    except (IndexError, ValueError):
+        return (int(fields[0]) if fields and fields[0].isdigit() else 0), None
 
 
 def run_best(cmd: list[str], repeat: int, capture_stdout: bool = False) -> ChildRun:
@@ -214,7 +228,14 @@ def timed_row(name: str, run: ChildRun, size_mb: float, note: str = "") -> Row:
             file=sys.stderr,
         )
         return Row(name, note=f"FAILED (exit {run.rc})")
-    return Row(name, seconds=run.seconds, mb_per_s=size_mb / run.seconds, peak_rss_mb=run.peak_rss_mb, note=note)
+    return Row(
+        name,
+        seconds=run.seconds,
+        mb_per_s=size_mb / run.seconds,
+        peak_rss_mb=run.peak_rss_mb,
+        note=note,
+        cpu_seconds=run.cpu_seconds,
+    )
 
 
 def measure_grep(path: str, size_mb: float, repeat: int) -> Row:
@@ -332,6 +353,15 @@ def ratio(row: Row, base: Row) -> float | None:
     return row.mb_per_s / base.mb_per_s if row.mb_per_s and base.mb_per_s else None
 
 
+def reachable_ratio(row: Row, base: Row, cores: int) -> float | None:
+    """The ratio to the regex loop that `row` would reach if its CPU time were spread evenly over every
+    core from start to end: where it is under the target, the run does too much work for any better
+    use of the cores to meet it."""
+    if not row.cpu_seconds or not base.seconds:
+        return None
+    return base.seconds * cores / row.cpu_seconds
+
+
 def render_profiles(results: list[ProfileResult]) -> str:
     header = (
         "profile",
@@ -340,6 +370,8 @@ def render_profiles(results: list[ProfileResult]) -> str:
         "regex MB/s",
         "parse MB/s",
         "/regex",
+        "CPU s",
+        "/regex max",
         "analyze MB/s",
         "/regex",
         "1 core MB/s",
@@ -354,6 +386,8 @@ def render_profiles(results: list[ProfileResult]) -> str:
             _fmt(r.regex.mb_per_s, ".1f"),
             _fmt(r.parse.mb_per_s, ".1f"),
             _fmt(ratio(r.parse, r.regex), ".2f"),
+            _fmt(r.parse.cpu_seconds, ".2f"),
+            _fmt(reachable_ratio(r.parse, r.regex, os.cpu_count() or 1), ".2f"),
             _fmt(r.analyze.mb_per_s, ".1f"),
             _fmt(ratio(r.analyze, r.regex), ".2f"),
             _fmt(r.one_core.mb_per_s, ".1f"),
