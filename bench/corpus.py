@@ -24,6 +24,7 @@ import re
 import sys
 import tempfile
 import traceback
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -271,7 +272,7 @@ def _best_run(want: dict[str, Any], runs: list[Any], skip: set[str]) -> tuple[An
     return run, problems
 
 
-def _test_problems(want: dict[str, Any], run: Any, skip: set[str] = frozenset()) -> list[str]:
+def _test_problems(want: dict[str, Any], run: Any, skip: Set[str] = frozenset()) -> list[str]:
     want = {k: v for k, v in want.items() if k not in skip}
     problems = []
     rows = [r for r in run.rows]

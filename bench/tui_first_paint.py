@@ -76,7 +76,7 @@ async def measure_app(path: str) -> dict[str, float]:
         while lines.row_count == 0:
             await asyncio.sleep(0.002)
         figures["raw log lines after key 6"] = time.perf_counter() - pressed
-        answers = []
+        answers: list[float] = []
         while app.parsing and len(answers) < 60:
             answers.append(await key_answer(app, pilot, "123456"[len(answers) % 6]))
             await asyncio.sleep(0.3)
