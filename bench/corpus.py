@@ -65,6 +65,7 @@ class FileResult:
     fired: dict[str, str] = field(default_factory=dict)  # code -> highest severity
     deviations: list[str] = field(default_factory=list)
     apart: list[str] = field(default_factory=list)  # deviations covered by a listed disagreement
+    planned: list[str] = field(default_factory=list)  # must codes of the catalog that have no rule yet
 
 
 @dataclass
@@ -84,6 +85,7 @@ class Summary:
     over_severity: int = 0
     facts_wrong: int = 0
     apart: int = 0
+    planned: int = 0
 
     @property
     def typed_ratio(self) -> float:
@@ -102,7 +104,8 @@ class Summary:
             f"topology facts right {self.topo_right}/{self.topo_checked}; "
             f"must recall {self.must_hit}/{self.must} ({100 * self.recall:.1f}%); "
             f"false alarms {self.false_alarms}; over-severity {self.over_severity}; "
-            f"other facts wrong {self.facts_wrong}; disagreements counted apart {self.apart}"
+            f"other facts wrong {self.facts_wrong}; disagreements counted apart {self.apart}; "
+            f"must codes whose rule is still planned {self.planned}"
         )
 
 
@@ -197,7 +200,14 @@ def _check_findings(result: FileResult, key: dict[str, Any], analysis: Any, list
         old = result.fired.get(f.code)
         if old is None or SEVERITY_RANK[f.severity] > SEVERITY_RANK[old]:
             result.fired[f.code] = f.severity
+    rules = _rule_codes()
     for code in key.get("must", []):
+        if code not in rules:
+            # a catalog code whose rule a later issue brings (tests/test_analyze.py PLANNED_CODES): a miss
+            # of it is that issue's work, counted apart and named, not folded into the recall of the rules
+            result.planned.append(code)
+            result.deviations.append(f"planned {code} (no rule yet)")
+            continue
         if f"must {code}" in listed:
             result.apart.append(f"must {code}")
             continue
@@ -221,6 +231,12 @@ def _check_findings(result: FileResult, key: dict[str, Any], analysis: Any, list
         else:
             result.over_severity = ", ".join(f"{c} ({result.fired[c]})" for c in sorted(worst))
             result.deviations.append(f"over severity (max {limit}): {result.over_severity}")
+
+
+def _rule_codes() -> set[str]:
+    from ncclscope.rules.catalog import all_rules
+
+    return set(all_rules())
 
 
 def _check_facts(result: FileResult, facts: dict[str, Any], case: Any, listed: set[str]) -> None:
@@ -355,6 +371,7 @@ def summarize(results: list[FileResult]) -> Summary:
         s.false_alarms += len(r.false_alarms)
         s.over_severity += bool(r.over_severity)
         s.apart += len(r.apart)
+        s.planned += len(r.planned)
         s.facts_wrong += sum(d.startswith("NCCL version") for d in r.deviations)
     return s
 

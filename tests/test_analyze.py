@@ -180,8 +180,26 @@ def test_every_catalog_code_is_a_rule_with_its_exact_name() -> None:
     assert set(catalog) - set(rules) == set(PLANNED_CODES)
 
 
-# Catalog codes whose rules come with later issues; a code leaves this list when its rule lands.
-PLANNED_CODES = {}
+# Catalog codes whose rules come with later issues (code -> issue); a code leaves this list when its rule
+# lands. The corpus harness counts a `must` of these apart (tests/test_corpus.py).
+PLANNED_CODES = {
+    code: 44
+    for code in (
+        "NET009",
+        "NET010",
+        "NET011",
+        "TOPO010",
+        "RUN007",
+        "RUN008",
+        "RUN009",
+        "RUN010",
+        "RUN011",
+        "RUN012",
+        "HW001",
+        "VER003",
+        "RUN013",
+    )
+}
 
 
 def test_diff_command_flags_a_regression_with_exit_one(tmp_path: Path) -> None:
