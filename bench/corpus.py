@@ -132,8 +132,8 @@ def load_disagreements(path: Path = DISAGREEMENTS) -> list[Disagreement]:
 
 
 def check_file(path: Path, key: dict[str, Any], disagreements: list[Disagreement]) -> FileResult:
-    from ncclscope.engine import analyze
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
+    from ncclscope.diagnose.engine import analyze
 
     result = FileResult(path.name)
     text = path.read_bytes().decode("utf-8", "replace")
@@ -169,7 +169,7 @@ def _render_everything(analysis: Any) -> None:
     from rich.console import Console
 
     from ncclscope.render import findings as render
-    from ncclscope.report import write_report
+    from ncclscope.render.report import write_report
 
     render.print_text(analysis, Console(file=io.StringIO(), width=120))
     render.to_json(analysis)
@@ -234,7 +234,7 @@ def _check_findings(result: FileResult, key: dict[str, Any], analysis: Any, list
 
 
 def _rule_codes() -> set[str]:
-    from ncclscope.rules.catalog import all_rules
+    from ncclscope.diagnose.rules.catalog import all_rules
 
     return set(all_rules())
 

@@ -19,8 +19,8 @@ __all__ = ["Analysis", "Case", "Frames", "ReadError", "ReadWarning", "__version_
 
 if TYPE_CHECKING:
     from ncclscope.api import ReadError, ReadWarning, analyze, read
-    from ncclscope.frames import Frames
     from ncclscope.model import Analysis, Case
+    from ncclscope.model.frames import Frames
 
 _LAZY = {
     "read": "ncclscope.api",
@@ -29,7 +29,7 @@ _LAZY = {
     "ReadWarning": "ncclscope.api",
     "Case": "ncclscope.model",
     "Analysis": "ncclscope.model",
-    "Frames": "ncclscope.frames",
+    "Frames": "ncclscope.model.frames",
 }
 
 

@@ -46,7 +46,7 @@ def read(*paths: PathLike, jobs: int | None = None) -> Case:
     >>> [(run.collective, run.nranks, len(run.rows)) for run in case.benchmarks]
     [('all_gather', 8, 31)]
     """
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
 
     if not paths:
         raise ReadError(["no input named"])
@@ -72,7 +72,7 @@ def analyze(
     >>> [f.code for f in ns.analyze("fixtures/nccl/v2_26_socket_fallback.log", select=["NET001"]).findings]
     ['NET001']
     """
-    from ncclscope.engine import analyze as run_rules
+    from ncclscope.diagnose.engine import analyze as run_rules
 
     if not isinstance(inputs, Case):
         paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)

@@ -45,8 +45,8 @@ def repo_cwd(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def analysis_of(*paths: str | Path):  # type: ignore[no-untyped-def]
     """The real pipeline on fixture paths (relative to the repository): read, assemble, analyze."""
-    from ncclscope.engine import analyze
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
+    from ncclscope.diagnose.engine import analyze
 
     return analyze(read_case([str(REPO / p) for p in paths], jobs=1).case)
 

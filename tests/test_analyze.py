@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ncclscope.engine import analyze, selected
-from ncclscope.reading import read_case
-from ncclscope.rules.catalog import all_rules
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze, selected
+from ncclscope.diagnose.rules.catalog import all_rules
 
 from conftest import run_cli
 
@@ -311,7 +311,7 @@ def test_every_source_shown_to_users_is_public() -> None:
 
 
 def test_a_record_that_lost_its_host_name_is_put_on_its_process_host(tmp_path: Path) -> None:
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
 
     log = tmp_path / "damaged.log"
     log.write_text(

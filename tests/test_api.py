@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 import ncclscope as ns
-from ncclscope import frames as frames_module
-from ncclscope.frames import COLUMNS
+from ncclscope.model import frames as frames_module
+from ncclscope.model.frames import COLUMNS
 
 from conftest import FIXTURES, REPO
 
@@ -32,7 +32,7 @@ def analysis() -> ns.Analysis:
     return ns.analyze(ns.read(*INPUTS, jobs=1))
 
 
-@pytest.mark.parametrize("module", ["ncclscope", "ncclscope.api", "ncclscope.frames"])
+@pytest.mark.parametrize("module", ["ncclscope", "ncclscope.api", "ncclscope.model.frames"])
 def test_the_docstring_examples_run(module: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)  # the examples name fixtures by their path in the repository
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
@@ -160,7 +160,7 @@ def test_the_readme_lists_the_columns_as_the_code_declares_them() -> None:
 
 def test_importing_ncclscope_loads_neither_pandas_nor_the_parser() -> None:
     code = (
-        "import sys, ncclscope; print(sorted(m for m in ('pandas', 'ncclscope.model', 'ncclscope.reading') "
+        "import sys, ncclscope; print(sorted(m for m in ('pandas', 'ncclscope.model', 'ncclscope.case.read') "
         "if m in sys.modules)); print(sorted(ncclscope.__all__))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from ncclscope.parse.source import parse_input
-from ncclscope.sources import InputFile
+from ncclscope.inputs.opening import InputFile
+from ncclscope.parse.one_input import parse_input
 
 from conftest import REPO, run_cli
 
@@ -149,7 +149,7 @@ def test_file_truncated_while_being_read_keeps_the_lines_read(tmp_path: Path) ->
     shrinking = tmp_path / "shrinking.log"
     shrinking.write_text(GOOD * 10)
     item = InputFile(str(shrinking), str(shrinking))
-    from ncclscope.sources import ReadStats, iter_blocks
+    from ncclscope.inputs.opening import ReadStats, iter_blocks
 
     stats = ReadStats()
     blocks = iter_blocks(item, stats)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.bundle import BundleError, read_manifest, write_bundle
-from ncclscope.engine import analyze
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
+from ncclscope.render.bundle import BundleError, read_manifest, write_bundle
 
 from conftest import REPO
 

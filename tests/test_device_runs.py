@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
 
 from conftest import REPO, analysis_of, findings_of, only_finding, run_cli
 
@@ -205,8 +205,8 @@ def test_four_processes_coll_lines_in_one_stream_are_counted_per_process_and_com
 
 
 def test_four_processes_coll_lines_reach_the_grammar_a_bounded_number_of_times() -> None:
+    from ncclscope.inputs.opening import InputFile, ReadStats, iter_blocks
     from ncclscope.parse.nccl_log import NcclLogParser
-    from ncclscope.sources import InputFile, ReadStats, iter_blocks
 
     parser = NcclLogParser(lambda line, text: None)
     for block, first_line in iter_blocks(InputFile(str(REPO / FOUR_PROCESSES), FOUR_PROCESSES), ReadStats()):

@@ -3,8 +3,8 @@ bus id, UUID and NIC name, degraded links marked on the rules' grounds, and the 
 
 from __future__ import annotations
 
-from ncclscope.device_tree import HostTree, TreeNode, device_trees
-from ncclscope.reading import read_case
+from ncclscope.case.device_tree import HostTree, TreeNode, device_trees
+from ncclscope.case.read import read_case
 
 from conftest import REPO, run_cli
 

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ncclscope.diff import RunDiff, SeriesDiff, diff_plot_png, diff_runs, diff_to_json, exit_code, render_diff_text
+from ncclscope.render.diff import (
+    RunDiff,
+    SeriesDiff,
+    diff_plot_png,
+    diff_runs,
+    diff_to_json,
+    exit_code,
+    render_diff_text,
+)
 
 from conftest import analysis_of
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope import entry, reading, workers
-from ncclscope.parse import split
+from ncclscope.case import read as reading
+from ncclscope.cli import entry
+from ncclscope.parse import split, workers
 
 from conftest import FIXTURES
 
@@ -144,8 +145,8 @@ def test_a_command_line_error_after_an_early_start_stops_the_workers(tmp_path: P
 
 STOPPED_MID_SEND = """
 import os, struct, sys, time
-from ncclscope import workers
-from ncclscope.sources import InputFile
+from ncclscope.parse import workers
+from ncclscope.inputs.opening import InputFile
 
 def half_a_result(task):
     # as if stopped while sending its result: a message's length, a few of its bytes, then nothing
@@ -202,8 +203,8 @@ def test_workers_are_forked_before_the_readers_and_models_load() -> None:
     """What runs before the fork runs while one core idles: the ranges' workers need the log parser only,
     and the models (pydantic) and other readers load in the command beside them."""
     probe = (
-        "import sys; from ncclscope import workers; from ncclscope.parse import nccl_log; nccl_log._parser(); "
-        "print(sorted(m for m in ('ncclscope.model', 'pydantic', 'ncclscope.parse.source') if m in sys.modules))"
+        "import sys; from ncclscope.parse import workers; from ncclscope.parse import nccl_log; nccl_log._parser(); "
+        "print(sorted(m for m in ('ncclscope.model', 'pydantic', 'ncclscope.parse.one_input') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
 
 from conftest import FIXTURES, REPO, fixture_files
 
@@ -91,7 +91,7 @@ def test_every_fixture_is_described_in_a_readme() -> None:
 def test_fixture_analysis_reads_back_from_its_json(fixture: Path, repo_cwd: Path) -> None:
     """The JSON contract holds: what `analyze --format json` writes validates as an Analysis (the TUI reads its
     child's analysis this way), e.g. every Source.kinds value is in the model's literal."""
-    from ncclscope.engine import analyze
+    from ncclscope.diagnose.engine import analyze
     from ncclscope.model import Analysis
 
     analysis = analyze(read_case([str(fixture)], jobs=1).case)

@@ -171,7 +171,7 @@ def test_bad_options_and_inputs_give_one_line_and_exit_2(tmp_path: Path) -> None
 
 
 def test_serial_and_parallel_reading_give_the_same_report(fleet) -> None:
-    from ncclscope import fleet as judging
+    from ncclscope.fleet import judge as judging
 
     out, _ = fleet
     units, _ = judging.units([str(out / "pairs")])
@@ -182,7 +182,7 @@ def test_serial_and_parallel_reading_give_the_same_report(fleet) -> None:
 
 def test_the_dask_path_gives_the_same_json_as_the_local_path(fleet) -> None:
     distributed = pytest.importorskip("distributed")
-    from ncclscope import fleet as judging
+    from ncclscope.fleet import judge as judging
 
     out, _ = fleet
     units, _ = judging.units([str(out / "nodes"), str(out / "pairs")])

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ncclscope.case.read import read_case
 from ncclscope.model import FrameworkEvent
 from ncclscope.parse.framework_log import FrameworkReader
-from ncclscope.reading import read_case
 from ncclscope.tui.app import TABS, NcclscopeApp
 from ncclscope.tui.loading import prepare_inputs
 

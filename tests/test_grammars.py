@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope import grammars
+from ncclscope.parse import grammars
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX ownership and modes")
 
@@ -53,7 +53,7 @@ def test_a_planted_file_in_the_temp_dir_is_never_read(tmp_path: Path) -> None:
         payload
         + "import tempfile\n"
         + f"tempfile.tempdir = {str(planted)!r}\n"
-        + "from ncclscope import grammars\n"
+        + "from ncclscope.parse import grammars\n"
         + "text = grammars.grammar_text('nccl_log')\n"
         + "import lark.lark as L\n"
         + "orig = L.sha256_digest\n"

@@ -246,7 +246,7 @@ def test_a_split_communicator_is_one_group_across_its_ranks_and_names_the_rank_b
 
 
 def test_splits_of_one_parent_with_one_color_are_told_apart_by_their_order(tmp_path: Path) -> None:
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
 
     log = tmp_path / "splits.log"
     log.write_text(_split_job(splits=2))
@@ -261,7 +261,7 @@ def test_splits_of_one_parent_with_one_color_are_told_apart_by_their_order(tmp_p
 
 
 def test_a_split_whose_parent_is_not_in_the_inputs_stays_its_process_own(tmp_path: Path) -> None:
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
 
     log = tmp_path / "orphans.log"
     log.write_text(_split_job(parent_init=False))
@@ -350,8 +350,8 @@ def test_a_ras_report_that_contradicts_itself_is_only_a_warning(tmp_path: Path) 
 
 
 def test_coll_summary_is_the_same_however_often_it_is_reduced(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncclscope.case.read import read_case
     from ncclscope.parse import nccl_log
-    from ncclscope.reading import read_case
 
     paths = [str(REPO / HANG / "coll_rank_missing.log"), str(REPO / "fixtures/nccl/coll_tuning_trace.log")]
     once = read_case(paths, jobs=1).case.coll_calls

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
 
 from conftest import REPO, findings_of
 

@@ -42,7 +42,7 @@ def test_built_wheel_parses_from_another_directory(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import ncclscope, ncclscope.grammars as g; print(ncclscope.__file__); print(g.grammar_dir())",
+            "import ncclscope, ncclscope.parse.grammars as g; print(ncclscope.__file__); print(g.grammar_dir())",
         ],
         capture_output=True,
         text=True,
@@ -67,7 +67,7 @@ def test_built_wheel_parses_from_another_directory(tmp_path: Path) -> None:
 
 NUMPY_THREADS_PROBE = """
 import os
-from ncclscope.entry import _load_numpy_single_threaded
+from ncclscope.cli.entry import _load_numpy_single_threaded
 _load_numpy_single_threaded()
 print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS"))
 """
@@ -95,7 +95,7 @@ def test_numpy_loads_without_blas_threads_and_leaves_the_environment_as_it_was(
 
 PLUGIN_LOADER_PROBE = """
 import sys
-from ncclscope.entry import main
+from ncclscope.cli.entry import main
 sys.argv = ["ncclscope", "parse", "--format", "json", sys.argv[1]]
 try:
     main()

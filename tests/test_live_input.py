@@ -241,8 +241,8 @@ def _slow_after_the_first_range(task):  # type: ignore[no-untyped-def]
 
 def test_ctrl_c_while_workers_parse_one_large_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The byte ranges finished before Ctrl-C are kept, in order; busy workers are stopped at once."""
-    from ncclscope import reading, workers
-    from ncclscope.parse import split
+    from ncclscope.case import read as reading
+    from ncclscope.parse import split, workers
 
     big = tmp_path / "big.log"
     big.write_bytes(SOCKET_LOG.read_bytes() * 400)

@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from ncclscope.engine import analyze
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
+from ncclscope.inputs.opening import SNIFF_BYTES, InputFile
 from ncclscope.model import Analysis
 from ncclscope.parse import sniff
-from ncclscope.parse.source import parse_input
-from ncclscope.reading import read_case
+from ncclscope.parse.one_input import parse_input
 from ncclscope.render import findings as render
-from ncclscope.sources import SNIFF_BYTES, InputFile
 
 from conftest import FIXTURES, REPO
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.redact import redact_inputs
-from ncclscope.sources import expand_inputs
+from ncclscope.inputs.opening import expand_inputs
+from ncclscope.inputs.redact import redact_inputs
 from ncclscope.tui.following import prepare_followed
 from ncclscope.tui.loading import prepare_inputs
 

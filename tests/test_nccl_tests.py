@@ -951,7 +951,7 @@ def test_a_command_line_without_test_output_is_no_run():
 
 
 def test_a_table_that_stops_before_its_last_size_is_said_to_be_cut(tmp_path: Path) -> None:
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
 
     from conftest import REPO
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ncclscope.inputs.opening import SNIFF_BYTES
 from ncclscope.model import NcclTopologyDump
 from ncclscope.parse.nccl_xml import MAX_DEPTH, XmlRefused, read_xml
 from ncclscope.parse.sniff import nccl_xml as looks_like
-from ncclscope.sources import SNIFF_BYTES
 
 from conftest import REPO, run_cli
 
@@ -151,8 +151,8 @@ def test_an_xml_dump_with_nul_bytes_is_binary_and_refused_whole(tmp_path: Path) 
 
 
 def test_a_runs_per_host_dump_is_read_with_the_host_its_file_names(tmp_path: Path) -> None:
+    from ncclscope.case.read import read_case
     from ncclscope.model import RunRecord
-    from ncclscope.reading import read_case
     from ncclscope.runner.rundir import evidence_inputs
 
     run = tmp_path / "run"

@@ -71,7 +71,7 @@ def test_case_json_written_a_field_at_a_time_is_the_serializer_s_json(tmp_path: 
     from pydantic import BaseModel, Field
 
     from ncclscope.api import analyze, read
-    from ncclscope.output_files import json_chunks
+    from ncclscope.common.output_files import json_chunks
     from ncclscope.render.findings import to_json as render_json
 
     case = read(LOG, str(FIXTURES / "nccl" / "errors_runtime.log"))

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope import reading, workers
-from ncclscope.parse import split
-from ncclscope.reading import ReadOutcome, read_case
-from ncclscope.sources import InputFile
+from ncclscope.case import read as reading
+from ncclscope.case.read import ReadOutcome, read_case
+from ncclscope.inputs.opening import InputFile
+from ncclscope.parse import split, workers
 
 from conftest import FIXTURES
 

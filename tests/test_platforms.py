@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.engine import analyze
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
+from ncclscope.diagnose.platforms import DATA_FILE, detect_platform, judge_bandwidth, platform_spec, reference_data
 from ncclscope.model import BandwidthJudgement, Platform
-from ncclscope.platforms import DATA_FILE, detect_platform, judge_bandwidth, platform_spec, reference_data
-from ncclscope.reading import read_case
 
 from conftest import REPO
 

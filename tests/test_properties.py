@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ncclscope.inputs.opening import InputFile
 from ncclscope.parse.nccl_log import NcclLogParser
-from ncclscope.parse.source import parse_input
-from ncclscope.sources import InputFile
+from ncclscope.parse.one_input import parse_input
 
 # pieces of real syntax, so that generated lines often look like NCCL's and reach deep paths
 FRAGMENTS = [

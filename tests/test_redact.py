@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.engine import analyze
-from ncclscope.reading import read_case
-from ncclscope.redact import Redactor, read_case_redacted
+from ncclscope.case.read import read_case, read_case_redacted
+from ncclscope.diagnose.engine import analyze
+from ncclscope.diagnose.rules.catalog import all_rules
+from ncclscope.inputs.redact import Redactor
 from ncclscope.render.findings import to_json, to_markdown
-from ncclscope.rules.catalog import all_rules
 
 from conftest import REPO, fixture_files
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.engine import analyze
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
+from ncclscope.case.topology import nearest_nics
+from ncclscope.diagnose.engine import analyze
 from ncclscope.render.html import DiffRow, DiffView
-from ncclscope.report import ReportError, write_html_report, write_markdown_report, write_report
-from ncclscope.topology import nearest_nics
+from ncclscope.render.report import ReportError, write_html_report, write_markdown_report, write_report
 
 from conftest import REPO, analysis_of
 

@@ -16,7 +16,7 @@ import matplotlib.image
 import pytest
 
 from ncclscope.render.html import SECTIONS
-from ncclscope.report import write_html_report
+from ncclscope.render.report import write_html_report
 
 from conftest import analysis_of
 
@@ -121,8 +121,8 @@ def test_hostile_input_runs_nothing(tmp_path: Path) -> None:
         "NCCL version 2.19.3+cuda12.2\n"
         "evil:1:1 [0] misc/socket.cc:484 NCCL WARN Net : Connect failed <script>console.error('pwned')</script>\n"
     )
-    from ncclscope.engine import analyze
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
+    from ncclscope.diagnose.engine import analyze
 
     report = tmp_path / "hostile.html"
     write_html_report(analyze(read_case([str(log)], jobs=1).case), report)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
 
 from conftest import FIXTURES, REPO, run_cli
 

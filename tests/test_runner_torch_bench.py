@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from ncclscope.case.read import read_case
 from ncclscope.model import BenchmarkRow, BenchmarkRun, Measurement
-from ncclscope.reading import read_case
 
 from conftest import REPO, run_cli
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from textual.widgets import OptionList, Static
 from tui_harness import PaneHarness, case_view
 
-from ncclscope.engine import analyze
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
 from ncclscope.tui.findings import FindingsPane
 from ncclscope.tui.view import CaseView
 

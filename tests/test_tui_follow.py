@@ -18,7 +18,7 @@ from test_tui_tmux import Terminal, terminal, tui_command  # noqa: F401 - termin
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
 
-from ncclscope.growing import last_line_end
+from ncclscope.inputs.growing import last_line_end
 from ncclscope.tui.app import NcclscopeApp
 from ncclscope.tui.findings import FindingsPane
 from ncclscope.tui.following import Following, FollowParse, prepare_followed

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
 from ncclscope.tui.lines import ELLIPSIS, SHOWN_CHARS, LineIndex, match_text, shown_text
 
 from conftest import FIXTURES, REPO, analysis_of

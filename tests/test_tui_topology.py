@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import Static
 from tui_harness import PaneHarness, case_view
 
-from ncclscope.topology import NearestNic, nearest_nics
+from ncclscope.case.topology import NearestNic, nearest_nics
 from ncclscope.tui.hosts import FindingLinks
 from ncclscope.tui.topology import TopologyPane
 from ncclscope.tui.view import CaseView

@@ -9,8 +9,8 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from ncclscope.engine import analyze
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
 from ncclscope.tui.messages import JumpToLine
 from ncclscope.tui.view import CaseView
 

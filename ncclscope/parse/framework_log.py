@@ -19,8 +19,8 @@ from functools import cache
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import Evidence, FrameworkEvent
+from ncclscope.parse.grammars import load
 
 MARKER_RE = re.compile(
     r"(?:Watchdog caught|Caught) collective operation timeout|Timeout at NCCL work"

@@ -13,8 +13,8 @@ import re
 from lark import Tree
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import Evidence, IbDevice, IbPort
+from ncclscope.parse.grammars import load
 
 START_RE = re.compile(r"^CA '[^']+'\s*$")
 FIELD_RE = re.compile(

@@ -12,8 +12,8 @@ import re
 from lark import Tree
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import Evidence, IbDevice, IbPort
+from ncclscope.parse.grammars import load
 
 START_RE = re.compile(r"^\s*hca_id:\s*\S+\s*$")
 INDENTED_RE = re.compile(r"^\s+\S")

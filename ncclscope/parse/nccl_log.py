@@ -25,15 +25,7 @@ import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedToken
 
-from ncclscope import grammars
-from ncclscope.normalize import (
-    CUT_MARKER_RE,
-    CUT_PREFIX_RE,
-    clean,
-    find_records,
-    strip_launcher_prefix,
-    unwrap_autolinks,
-)
+from ncclscope.parse import grammars
 from ncclscope.parse.coarse import (
     COARSE_FAMILIES,
     CoarseTemplate,
@@ -41,6 +33,14 @@ from ncclscope.parse.coarse import (
     word_classes,
 )
 from ncclscope.parse.coll_scan import CollScan, hex_values
+from ncclscope.parse.normalize import (
+    CUT_MARKER_RE,
+    CUT_PREFIX_RE,
+    clean,
+    find_records,
+    strip_launcher_prefix,
+    unwrap_autolinks,
+)
 from ncclscope.parse.shapes import InsideValue, ShapeMover, SpanPlan, coarse_key, shape_key
 from ncclscope.parse.templates import (
     HEX_DIGITS,

@@ -36,8 +36,8 @@ from typing import TypeGuard
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import BenchmarkRow, BenchmarkRun, Evidence, Measurement, TestDevice, TestFailure
+from ncclscope.parse.grammars import load
 from ncclscope.parse.nccl_tests_infer import infer
 
 _GRAMMAR = "nccl_tests"

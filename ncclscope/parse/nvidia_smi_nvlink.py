@@ -10,8 +10,8 @@ import re
 
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import Evidence, NvlinkGpu, NvlinkLink
+from ncclscope.parse.grammars import load
 
 # spaces may have become tabs in a paste (the grammar takes any inline white space)
 GPU_RE = re.compile(r"^GPU\s+\d+:\s.*\(UUID:\s")

@@ -14,8 +14,8 @@ import re
 
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import Evidence, SmiGpu
+from ncclscope.parse.grammars import load
 
 START_RE = re.compile(r"^\s*(?:=+ *NVSMI LOG *=+|GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 TOP_LEVEL = frozenset({"Timestamp", "Driver Version", "CUDA Version", "Attached GPUs"})

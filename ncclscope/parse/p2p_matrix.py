@@ -12,8 +12,8 @@ import re
 
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import Evidence, P2pMatrix
+from ncclscope.parse.grammars import load
 
 ROW_RE = re.compile(r"^GPU\d+(\s+(X|OK|CNS|GNS|TNS|NS|DR|U))+\s*$")
 LEGEND_RE = re.compile(r"^(X|OK|CNS|GNS|TNS|NS|DR|U)\s+=\s")

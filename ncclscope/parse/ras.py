@@ -19,8 +19,8 @@ from typing import Any
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import Evidence, RankProgress, RasCommunicator, RasGroup, RasJob, RasReport
+from ncclscope.parse.grammars import load
 
 # lines worth giving to the grammar once a report has started (the rest are number tables and prose)
 CANDIDATE_RE = re.compile(

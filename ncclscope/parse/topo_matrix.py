@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
-from ncclscope.grammars import load
 from ncclscope.model import TopologyMatrix
+from ncclscope.parse.grammars import load
 
 _STARTS = (
     "header",

@@ -192,6 +192,6 @@ def print_rule(code: str, console: Console) -> bool:
 
 def _rules() -> dict[str, Any]:
     """Every rule, imported when a renderer needs their documentation (rendering findings needs none)."""
-    from ncclscope.rules.catalog import all_rules
+    from ncclscope.diagnose.rules.catalog import all_rules
 
     return all_rules()

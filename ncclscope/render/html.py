@@ -14,13 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ncclscope import __version__
-from ncclscope.device_tree import TreeNode, device_trees
+from ncclscope.case.device_tree import TreeNode, device_trees
+from ncclscope.case.topology import nearest_nics, nic_label
+from ncclscope.common.words import human_size, number_ranges
 from ncclscope.model import Analysis, Connection, Evidence, Finding, TopologyMatrix
 from ncclscope.render.findings import describe_platform, headline
 from ncclscope.render.findings import evidence_shown as capped_evidence
-from ncclscope.render.labels import human_size
 from ncclscope.render.plots import Plot
-from ncclscope.topology import nearest_nics, nic_label
 
 EVIDENCE_CAP = 10  # evidence lines shown per finding; the rest are counted
 ROWS_CAP = 200  # rows of a long table (hosts, settings, edges, warnings)
@@ -121,16 +121,7 @@ def verdict_class(analysis: Analysis) -> str:
 
 def ranks_text(ranks: Sequence[int]) -> str:
     """[0,1,2,3,7] -> '0-3, 7'."""
-    out: list[str] = []
-    values = sorted(set(ranks))
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ", ".join(out)
+    return number_ranges(ranks, ", ")
 
 
 # ------------------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
 
+from ncclscope.common.words import human_size
 from ncclscope.model import Analysis, BandwidthJudgement, BenchmarkRun  # noqa: E402
-from ncclscope.render.labels import human_size, judgement_for, run_label  # noqa: E402
+from ncclscope.render.labels import judgement_for, run_label  # noqa: E402
 
 SMALL_SIZES = 1 << 20  # latency plots cover messages up to 1 MiB
 MAX_RUNS_PLOTTED = 24  # a huge case keeps a readable report: the rest is counted, not drawn

@@ -15,34 +15,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
+from ncclscope.inputs.host_reports import HOST_REPORTS, HostReport
 from ncclscope.model import RunCapture
 
 TOOL_TIMEOUT_S = 60
 
-
-class HostReport(NamedTuple):
-    """A report the runner asks the machine for, the file it goes to, and what it adds to a diagnosis."""
-
-    name: str
-    argv: list[str]
-    file: str
-    adds: str
-
-
-HOST_REPORTS = (
-    HostReport("nvidia-smi topo -m", ["nvidia-smi", "topo", "-m"], "topo.txt",
-               "the GPU and NIC paths (TOPO001-TOPO003, TOPO009)"),
-    HostReport("nvidia-smi -q", ["nvidia-smi", "-q"], "nvidia-smi-q.txt",
-               "each GPU's PCIe link, driver and VBIOS (TOPO007, VER002)"),
-    HostReport("nvidia-smi nvlink -s", ["nvidia-smi", "nvlink", "-s"], "nvlink.txt",
-               "each NVLink's state and speed (TOPO008)"),
-    HostReport("nvidia-smi topo -p2p r", ["nvidia-smi", "topo", "-p2p", "r"], "p2p.txt",
-               "the GPU pairs the driver allows P2P between (TOPO009)"),
-    HostReport("ibstat", ["ibstat"], "ibstat.txt",
-               "each InfiniBand port's state and rate, and NIC firmware (NET008, VER002)"),
-)  # fmt: skip
 
 NCCL_VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 NCCL_LIBRARY_RE = re.compile(r"nccl-library=(\d+)")

@@ -10,7 +10,7 @@
     nccl-graph.<host>.xml
     env.txt                    NCCL_*, CUDA_*, FI_*, UCX_* as the collectives saw them
     topo.txt, nvidia-smi-q.txt, nvlink.txt, p2p.txt, ibstat.txt
-                               the machine's own reports (capture.HOST_REPORTS), where its tools exist
+                               the machine's own reports (inputs/host_reports.py), where its tools exist
     report.html, findings.json the analysis, at the end
 
 The manifest lists the evidence files (`inputs`) so that reading the directory later
@@ -24,10 +24,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from ncclscope.inputs.host_reports import HOST_REPORTS
+from ncclscope.inputs.opening import RUN_MANIFEST
 from ncclscope.model import RunRecord
-from ncclscope.runner.capture import HOST_REPORTS
 from ncclscope.runner.environment import DEBUG_FILE_GLOB, GRAPH_DUMP_NAME, HOST_DUMP_GLOBS, TOPO_DUMP_NAME
-from ncclscope.sources import RUN_MANIFEST
 
 EVIDENCE_CAPTURES = tuple(report.file for report in HOST_REPORTS)  # the parsers read them; env.txt is for people
 

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from ncclscope.common.words import exact_size
 from ncclscope.model import Analysis, RunRecord, RunStep
 from ncclscope.runner import capture
 from ncclscope.runner.environment import recorded_environment
@@ -107,16 +108,9 @@ def _run_one(
 
 def _size_shown(progress: Progress, task: TaskID, collective: str) -> Callable[[int], None]:
     def shown(size: int) -> None:
-        progress.update(task, advance=1, description=f"{collective} {human_size(size)}")
+        progress.update(task, advance=1, description=f"{collective} {exact_size(size, compact=True)}")
 
     return shown
-
-
-def human_size(size: int) -> str:
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale}{unit}"
-    return f"{size}B" if size < 1024 else f"{size / 1024:.0f}K"
 
 
 def _say_why(step: RunStep, console: Console) -> None:
@@ -145,10 +139,10 @@ def _heads(run_dir: Path, record: RunRecord) -> list[str]:
 
 def analyze_run(run_dir: Path) -> tuple[Analysis, list[str]]:
     """Read the run directory as `ncclscope analyze RUN_DIR` would; write report.html and findings.json."""
-    from ncclscope.engine import analyze
-    from ncclscope.output_files import json_chunks, write_in_place
-    from ncclscope.reading import read_case
-    from ncclscope.report import ReportError, write_report
+    from ncclscope.case.read import read_case
+    from ncclscope.common.output_files import json_chunks, write_in_place
+    from ncclscope.diagnose.engine import analyze
+    from ncclscope.render.report import ReportError, write_report
 
     outcome = read_case([str(run_dir)], jobs=1)
     analysis = analyze(outcome.case)

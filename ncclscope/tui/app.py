@@ -13,8 +13,8 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Header, OptionList, ProgressBar, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
+from ncclscope.case.hang_progress import JUDGED_AT_END, waiting_report
 from ncclscope.model import Analysis
-from ncclscope.progress import JUDGED_AT_END, waiting_report
 from ncclscope.tui.benchmarks import BenchmarksPane
 from ncclscope.tui.communicators import CommunicatorsPane
 from ncclscope.tui.findings import FindingsPane

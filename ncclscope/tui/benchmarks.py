@@ -15,11 +15,12 @@ from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
+from ncclscope.common.words import human_size
+from ncclscope.diagnose.platforms import unjudged_need
+from ncclscope.diagnose.rules.bench_common import OLD_ERROR_LAYOUTS
 from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Finding, Measurement
-from ncclscope.platforms import unjudged_need
-from ncclscope.render.labels import human_size, judgement_for, run_label
+from ncclscope.render.labels import judgement_for, run_label
 from ncclscope.render.summary import peak_busbw
-from ncclscope.rules.bench_common import OLD_ERROR_LAYOUTS
 from ncclscope.tui.messages import JumpToLine
 from ncclscope.tui.view import CaseView
 

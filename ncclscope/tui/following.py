@@ -22,8 +22,8 @@ from multiprocessing import get_context, resource_tracker
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from ncclscope.growing import FollowedInput, analysis_due
-from ncclscope.sources import InputFile, is_pipe
+from ncclscope.inputs.growing import FollowedInput, analysis_due
+from ncclscope.inputs.opening import InputFile, is_pipe
 from ncclscope.tui.loading import Failed, PreparedInputs
 
 POLL_SECONDS = 0.2
@@ -91,8 +91,8 @@ class FollowParse:
 
 
 def _analyse_in_child(item: InputFile, requests: Connection, results: Connection) -> None:
-    from ncclscope.engine import analyze
-    from ncclscope.reading import read_files
+    from ncclscope.case.read import read_files
+    from ncclscope.diagnose.engine import analyze
 
     while True:
         try:

@@ -15,9 +15,9 @@ from textual.color import Color
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from ncclscope.common.words import number_ranges as ranges_text
+from ncclscope.diagnose.rules.version import driver_text
 from ncclscope.model import Case, CommRank, Evidence, Host, Process
-from ncclscope.rules.topo_common import number_ranges as ranges_text
-from ncclscope.rules.version import driver_text
 from ncclscope.tui.finding_links import FindingLinks
 from ncclscope.tui.messages import JumpToLine
 from ncclscope.tui.view import CaseView

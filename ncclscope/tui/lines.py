@@ -4,7 +4,7 @@ The index records where each newline is, a chunk at a time (numpy over the mappe
 first lines of a 1 GB file can be read after indexing its first megabyte while a worker indexes the
 rest; a line's text is cut out of the mapping only when it is shown.
 
-Lines are numbered exactly as `ncclscope.sources` numbers them, so line N here is `Evidence.line`
+Lines are numbered exactly as `ncclscope.inputs.opening` numbers them, so line N here is `Evidence.line`
 N: only b"\\n" ends a line (the CR of a CRLF stays in the line and is removed on display, a lone CR
 ends nothing), a last line without a newline counts, an empty file has no lines, and a line longer
 than the parser's 64 KiB cap is still one line.
@@ -18,8 +18,8 @@ import threading
 
 import numpy as np
 
-from ncclscope.normalize import clean
-from ncclscope.sources import MAX_LINE_BYTES
+from ncclscope.inputs.opening import MAX_LINE_BYTES
+from ncclscope.parse.normalize import clean
 
 FIRST_CHUNK_BYTES = 1024 * 1024  # indexed before the first paint: a few milliseconds
 CHUNK_BYTES = 8 * 1024 * 1024  # then in steps this big, so a worker can report progress and stop

@@ -23,8 +23,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import BinaryIO
 
-from ncclscope import interrupts
-from ncclscope.sources import InputFile, expand_inputs, read_head
+from ncclscope.inputs import interrupts
+from ncclscope.inputs.opening import InputFile, expand_inputs, read_head
 
 COPY_BYTES = 1024 * 1024
 POLL_SECONDS = 0.2
@@ -126,7 +126,7 @@ def unusable_messages(prepared: PreparedInputs) -> tuple[list[str], bool]:
     messages = list(prepared.problems)
     suspects = [item for item in prepared.files if _looks_unusable(item)]
     if suspects:
-        from ncclscope.reading import read_files
+        from ncclscope.case.read import read_files
 
         outcome = read_files(suspects, [], [item.display for item in suspects], jobs=1)
         messages.extend(outcome.messages)
@@ -223,8 +223,8 @@ class BackgroundParse:
 
 def _parse_in_child(files: list[InputFile], problems: list[str], paths: list[str], sender: Connection) -> None:
     """The child process: read, analyse, send the Analysis as JSON (cheap to pickle, validated on arrival)."""
-    from ncclscope.engine import analyze
-    from ncclscope.reading import read_files
+    from ncclscope.case.read import read_files
+    from ncclscope.diagnose.engine import analyze
 
     try:
         outcome = read_files(files, problems, paths, jobs=1, progress=lambda size: sender.send(Progress(size)))

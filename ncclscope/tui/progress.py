@@ -20,9 +20,9 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
+from ncclscope.case.hang_progress import VIA, furthest, group_name, position, position_number
+from ncclscope.common.words import number_ranges
 from ncclscope.model import Finding, GroupProgress, RankProgress
-from ncclscope.progress import VIA, furthest, group_name, position, position_number
-from ncclscope.rules.topo_common import number_ranges
 from ncclscope.tui.messages import JumpToLine
 from ncclscope.tui.view import CaseView
 

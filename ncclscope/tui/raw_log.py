@@ -24,7 +24,7 @@ from textual.strip import Strip
 from textual.widgets import Input, Select, Static
 from textual.worker import get_current_worker
 
-from ncclscope.normalize import MARKER_RE, find_records
+from ncclscope.parse.normalize import MARKER_RE, find_records
 from ncclscope.tui.lines import FIRST_CHUNK_BYTES, GrowingArray, LineIndex, match_text, shown_text
 from ncclscope.tui.view import CaseView
 

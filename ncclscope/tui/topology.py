@@ -15,9 +15,9 @@ from textual.widget import Widget
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode as UiNode
 
-from ncclscope.device_tree import HostTree, TreeNode, device_trees
+from ncclscope.case.device_tree import HostTree, TreeNode, device_trees
+from ncclscope.case.topology import NV_TOKEN, NearestNic, link, nearest_nics, nic_label
 from ncclscope.model import TopologyMatrix
-from ncclscope.topology import NV_TOKEN, NearestNic, link, nearest_nics, nic_label
 from ncclscope.tui.finding_links import FindingLinks
 from ncclscope.tui.view import CaseView
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from ncclscope.engine import analyze
-from ncclscope.reading import read_case
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
 
 from conftest import REPO, analysis_of, run_cli
 from conftest import evidence_lines as lines

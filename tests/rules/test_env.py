@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.engine import analyze
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
+from ncclscope.diagnose.rules.env import KNOBS
 from ncclscope.model import Finding
-from ncclscope.reading import read_case
-from ncclscope.rules.env import KNOBS
 
 from conftest import REPO, run_cli
 

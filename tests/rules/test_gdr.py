@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from functools import cache
 
-from ncclscope.engine import analyze
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
 from ncclscope.model import Finding
-from ncclscope.reading import read_case
 
 from conftest import run_cli
 

@@ -10,9 +10,9 @@ import json
 from functools import cache
 from pathlib import Path
 
-from ncclscope.engine import analyze
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
 from ncclscope.model import Finding
-from ncclscope.reading import read_case
 
 from conftest import evidence_lines as lines
 from conftest import run_cli

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from functools import cache
 
-from ncclscope.engine import analyze
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
+from ncclscope.diagnose.rules.context import Context
+from ncclscope.diagnose.rules.run import covered_lines
 from ncclscope.model import Finding
-from ncclscope.reading import read_case
-from ncclscope.rules.context import Context
-from ncclscope.rules.run import covered_lines
 
 from conftest import REPO, run_cli
 

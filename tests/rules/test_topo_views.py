@@ -52,7 +52,7 @@ def test_p2p_switched_off_on_purpose_is_not_a_misdetection(tmp_path: Path) -> No
 
 
 def test_the_p2p_matrix_is_read_with_its_capability() -> None:
-    from ncclscope.reading import read_case
+    from ncclscope.case.read import read_case
 
     case = read_case([str(REPO / P2P)]).case
     ours = case.p2p_matrices[0]

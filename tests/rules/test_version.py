@@ -7,10 +7,10 @@ from functools import cache
 
 import pytest
 
-from ncclscope.engine import analyze
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
+from ncclscope.diagnose.rules.version import version_from_code
 from ncclscope.model import Finding
-from ncclscope.reading import read_case
-from ncclscope.rules.version import version_from_code
 
 from conftest import FIXTURES, REPO, run_cli
 

@@ -1,0 +1,1 @@
+"""The command line: the app and its commands, entry point, options, --follow, the demo."""

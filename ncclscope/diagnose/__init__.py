@@ -1,0 +1,1 @@
+"""The diagnosis: the engine, the platform expectations, and the rules."""

@@ -1,0 +1,105 @@
+"""Running the rules over a Case: selection, missing evidence (EVD001), stories, ordering."""
+
+from __future__ import annotations
+
+from ncclscope import __version__
+from ncclscope.diagnose.platforms import detect_platform, judge_bandwidth
+from ncclscope.diagnose.rules.catalog import all_rules
+from ncclscope.diagnose.rules.context import Context
+from ncclscope.diagnose.rules.registry import Rule
+from ncclscope.model import SEVERITY_ORDER, Analysis, Case, Finding
+
+
+def selected(rules: dict[str, Rule], select: list[str] | None, ignore: list[str] | None) -> dict[str, Rule]:
+    """ruff-style: codes or prefixes (NET, NET001); --ignore wins over --select."""
+
+    def matches(code: str, patterns: list[str]) -> bool:
+        parts = [part.strip().upper() for p in patterns for part in p.split(",") if part.strip()]
+        return any(code.startswith(part) for part in parts)
+
+    chosen = {c: r for c, r in rules.items() if not select or matches(c, select)}
+    return {c: r for c, r in chosen.items() if not ignore or not matches(c, ignore)}
+
+
+def analyze(case: Case, select: list[str] | None = None, ignore: list[str] | None = None) -> Analysis:
+    platform = detect_platform(case)
+    ctx = Context(case, platform, judge_bandwidth(case, platform))
+    rules = selected(all_rules(), select, ignore)
+    findings: list[Finding] = []
+    unjudged: dict[str, list[str]] = {}
+    for code, r in rules.items():
+        if code == "EVD001":
+            continue
+        missing = [need for need in r.needs if not ctx.has(need)]
+        if missing:
+            for need in missing:
+                unjudged.setdefault(need, []).append(code)
+            continue
+        findings.extend(r.func(ctx))
+    if "EVD001" in rules:
+        ctx.unjudged = unjudged  # type: ignore[attr-defined]
+        findings.extend(rules["EVD001"].func(ctx))
+    _link_stories(findings)
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], not f.root_cause, f.code, f.message))
+    summary = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+    # not validated: its parts are models already; validating would build the schema of the whole Case
+    # (see Assembly), which only JSON output needs
+    return Analysis.model_construct(
+        ncclscope_version=__version__,
+        findings=findings,
+        summary=summary,
+        platform=platform,
+        bandwidth=ctx.bandwidth,
+        case=case,
+    )
+
+
+# causes and their effects: when both are present they are one story, root cause first
+STORIES: list[tuple[str, list[str]]] = [
+    ("TOPO001", ["TOPO004", "BW001"]),
+    ("TOPO004", ["BW001"]),
+    ("NET002", ["NET001", "BW001"]),
+    ("NET001", ["BW001"]),
+    ("ENV001", ["NET001", "NET002", "TOPO004", "GDR001", "CH001", "BW001"]),
+    ("GDR001", ["BW001"]),
+    ("TOPO002", ["GDR001", "BW001"]),
+    ("VER001", ["RUN001"]),
+    ("NET007", ["RUN001"]),
+    ("BW004", ["BW001"]),
+    ("GDR002", ["BW001"]),
+    ("NET003", ["NET006", "RUN001"]),
+    # a hang's cause is what went wrong on the host of the rank the others wait for (HOST_BOUND)
+    ("RUN004", ["HANG001", "HANG003"]),
+    ("RUN005", ["HANG001", "HANG003"]),
+    ("NET005", ["NET006", "HANG001", "HANG003"]),
+    ("NET006", ["HANG001", "HANG003"]),
+    ("HANG001", ["RUN006"]),
+    ("HANG002", ["RUN006"]),
+]
+# effects that a cause explains only when they share a host (when both name hosts)
+HOST_BOUND = frozenset({"HANG001", "HANG003"})
+
+
+def _same_story(cause: Finding, effect: Finding) -> bool:
+    if effect.code not in HOST_BOUND or not cause.hosts or not effect.hosts:
+        return True
+    return bool(set(cause.hosts) & set(effect.hosts))
+
+
+def _link_stories(findings: list[Finding]) -> None:
+    by_code: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_code.setdefault(f.code, []).append(f)
+    for cause, effects in STORIES:
+        for f in by_code.get(cause, []):
+            linked = [e for code in effects for e in by_code.get(code, []) if _same_story(f, e)]
+            if not linked:
+                continue
+            # a root cause explains a problem: an info that only explains another info is just related
+            explains = any(e.severity in ("error", "warning") for e in linked)
+            f.root_cause = f.root_cause or (
+                explains and not any(c in by_code for c, es in STORIES if cause in es and c != cause)
+            )
+            f.related = sorted(set(f.related) | {e.code for e in linked})
+            for e in linked:
+                e.related = sorted(set(e.related) | {cause})

@@ -1,0 +1,301 @@
+"""Rules of the BENCH family about bandwidth: BW001 (low busbw for the platform), BW002 (sizes too
+small to judge) and BW006 (small-message time too high). Runs that measured wrong data, were not one
+job, or failed are in bench_results.py."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+
+from ncclscope.common.words import exact_size
+from ncclscope.diagnose.platforms import cpu_run, judging, latency_references, run_facts, spec_by_key, unjudged_need
+from ncclscope.diagnose.rules.bench_common import (
+    gbs_text,
+    largest_rows,
+    row_evidence,
+    run_evidence,
+    run_hosts,
+    run_label,
+    run_of,
+)
+from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Evidence, Finding
+
+THROTTLING_ENV = {
+    "NCCL_P2P_DISABLE": "1",
+    "NCCL_SHM_DISABLE": "1",
+    "NCCL_IB_DISABLE": "1",
+    "NCCL_NVLS_ENABLE": "0",
+    "NCCL_NET_GDR_LEVEL": None,
+    "NCCL_P2P_LEVEL": None,
+    "NCCL_MAX_NCHANNELS": None,
+    "NCCL_MAX_CTAS": None,
+    "NCCL_ALGO": None,
+    "NCCL_PROTO": None,
+}
+FEW_CHANNELS = 2
+ALGORITHM_NAMES = {"nvls": "NVLS all_reduce", "ring": "ring"}
+
+
+# ----------------------------------------------------------------------------------- causes
+def _causes(ctx: Context, multi_host: bool) -> tuple[list[str], list[Evidence]]:
+    """What else in the inputs would explain low bandwidth (for the BW001 message)."""
+    case = ctx.case
+    causes: list[str] = []
+    evidence: list[Evidence] = []
+    conns = case.connections
+    shm = {k: n for k, n in conns.by_transport.items() if k.upper().startswith("SHM")}
+    if shm:
+        causes.append(f"{sum(shm.values())} connection line(s) go through host memory ({', '.join(sorted(shm))})")
+        evidence += [conns.examples[k] for k in sorted(shm) if k in conns.examples]
+    far = _far_gpu_pairs(ctx)
+    if far:
+        causes.append(f"GPU pairs without NVLink through the CPU in the topology matrix ({far})")
+    if multi_host:
+        sockets = sorted({p.host for p in case.processes if p.network == "Socket" and p.host})
+        socket_lines = conns.by_transport.get("NET/Socket", 0)
+        if sockets or socket_lines:
+            causes.append(
+                f"inter-host traffic over TCP sockets (NET/Socket{' on ' + ', '.join(sockets) if sockets else ''})"
+            )
+            if "NET/Socket" in conns.examples:
+                evidence.append(conns.examples["NET/Socket"])
+        no_gdr = sorted(
+            h.name for h in case.hosts if h.gdr in ("off", "mixed") and set(h.networks or ["?"]) != {"Socket"}
+        )
+        if conns.net_without_gdr or no_gdr:
+            where = f" on {', '.join(no_gdr)}" if no_gdr else ""
+            causes.append(f"{conns.net_without_gdr} NET connection line(s) without GPUDirect RDMA{where}")
+    overrides = []
+    for e in case.env:
+        wanted = THROTTLING_ENV.get(e.name, "")
+        if e.name in THROTTLING_ENV and (wanted is None or e.value.strip() == wanted):
+            if e.name == "NCCL_IB_DISABLE" and not multi_host:
+                continue
+            overrides.append(e)
+    if overrides:
+        causes.append("debug overrides set: " + ", ".join(f"{e.name}={e.value}" for e in overrides))
+        evidence += [e.evidence for e in overrides]
+    few = [c for c in case.communicators if c.channels is not None and c.channels <= FEW_CHANNELS]
+    if few:
+        causes.append(f"only {min(c.channels or 0 for c in few)} coll channel(s) in {len(few)} communicator(s)")
+        evidence += [c.evidence for c in few if c.evidence]
+    return causes, evidence
+
+
+def _far_gpu_pairs(ctx: Context) -> str:
+    pairs = []
+    for topo in ctx.case.topologies:
+        for i, a in enumerate(topo.gpus):
+            for b in topo.gpus[i + 1 :]:
+                cell = topo.links.get(a, {}).get(b, "")
+                if cell in ("SYS", "SOC", "NODE", "PHB"):
+                    pairs.append(f"{a}-{b} {cell}")
+    if len(pairs) > 4:
+        return f"{', '.join(pairs[:4])} and {len(pairs) - 4} more"
+    return ", ".join(pairs)
+
+
+# -------------------------------------------------------------------------------------- BW001
+@rule("BW001", "low-busbw", severity="error", needs=["nccl_tests"])
+def low_busbw(ctx: Context) -> Iterable[Finding]:
+    """Peak busbw (at the largest size of a run, never the "Avg bus bandwidth" line) is below 80% of
+    what the detected platform reaches for that collective, GPU count and likely algorithm (NVLS for
+    all_reduce on NVSwitch hosts, ring otherwise, the NICs across hosts). Error below 50%, warning
+    below 80%; a run that stops between 128 MiB and 1 GiB only counts below 50%, as a warning. When
+    the GPU or the figures are unknown, one info finding says what the inputs would need. Tables
+    measured between CPU processes (the built-in benchmark on gloo) are not judged.
+
+    Why: busbw is the figure that should sit near the hardware's unidirectional link rate: ~370 GB/s
+    ring or ~480 GB/s NVLS on 8x H100, ~24 GB/s per HDR NIC across hosts. A run far below it means
+    a transport fell back (SHM, sockets), GPUDirect RDMA is off, NVLink or a NIC is degraded, or a
+    debug variable caps NCCL. Comparing with bidirectional marketing numbers (900 GB/s for NVLink4)
+    or with the average over all sizes makes healthy systems look broken; this rule does neither.
+
+    Fix: Read the related findings first (transport, GDR, topology, environment): they usually name
+    the cause. Otherwise re-run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING and
+    `nvidia-smi topo -m`, compare with NCCL_ALGO=RING, and test hosts in pairs to find a bad one.
+
+    Sources: sjeaugey nccl-tests#212; nccl#1455; nccl#2140; stas00 ml-engineering network/README.md;
+    sjeaugey nccl#412; AddyLaddy nccl-tests#290; sjeaugey nccl#1442 (900 GB/s is both directions);
+    data/expected_busbw.json (every figure with its source)
+    """
+    limits = judging()
+    unjudged: list[tuple[BandwidthJudgement, BenchmarkRun]] = []
+    for j in ctx.bandwidth:
+        run = run_of(ctx, j)
+        if run is None or cpu_run(run) or j.nranks == 1 or j.size < limits["provisional_min_bytes"]:
+            continue
+        if j.expected_busbw is None:
+            unjudged.append((j, run))
+            continue
+        if j.ratio is None:
+            continue
+        full = j.size >= limits["judge_min_bytes"]
+        if j.ratio < limits["error_below"]:
+            severity = "error" if full else "warning"
+        elif j.ratio < limits["warning_below"] and full:
+            severity = "warning"
+        else:
+            continue
+        yield _low_finding(ctx, j, run, severity)  # type: ignore[arg-type]
+    if unjudged:
+        yield _unjudged_finding(ctx, unjudged)
+
+
+def _low_finding(ctx: Context, j: BandwidthJudgement, run: BenchmarkRun, severity: str) -> Finding:
+    facts = run_facts(run, ctx.platform)
+    multi_host = bool(facts and (facts.hosts or 1) > 1)
+    causes, cause_evidence = _causes(ctx, multi_host)
+    ratio = j.ratio or 0.0
+    algorithm = ALGORITHM_NAMES.get(j.algorithm or "", j.algorithm)
+    message = (
+        f"{j.collective} on {j.platform}: peak busbw {gbs_text(j.measured_busbw)} GB/s at {exact_size(j.size)} is "
+        f"{ratio:.0%} of the {gbs_text(j.expected_busbw)} GB/s expected ({algorithm}; {j.expectation_source})"
+    )
+    if "floor" in j.verdict:
+        message += ", itself a floor for this fabric"
+    if j.size < judging()["judge_min_bytes"]:
+        message += f"; the run stops at {exact_size(j.size)}, so this is a lower bound"
+    if causes:
+        message += "; the inputs show a likely cause: " + "; ".join(causes)
+    rows = largest_rows(run)
+    evidence = row_evidence(run, rows) + run_evidence(run) + shown(cause_evidence, 3)
+    return make_finding(
+        "BW001",
+        severity,  # type: ignore[arg-type]
+        message,
+        evidence=evidence,
+        evidence_count=len(evidence),
+        hosts=run_hosts(run),
+    )
+
+
+def _unjudged_finding(ctx: Context, items: list[tuple[BandwidthJudgement, BenchmarkRun]]) -> Finding:
+    needs: list[str] = []
+    for j, _run in items:
+        need = unjudged_need(ctx.case, ctx.platform, j)
+        if need and need not in needs:
+            needs.append(need)
+    runs = ", ".join(f"{j.collective} at {j.source}:{j.line} ({gbs_text(j.measured_busbw)} GB/s)" for j, _ in items[:4])
+    more = f" and {len(items) - 4} more" if len(items) > 4 else ""
+    message = (
+        f"Peak busbw of {len(items)} run(s) could not be compared with an expectation ({runs}{more}); "
+        f"it would need {'; '.join(needs) or 'a reference figure for this hardware'}"
+    )
+    # the row whose busbw could not be judged, then the run's header
+    evidence = [e for _, run in items for e in row_evidence(run, largest_rows(run)) + run_evidence(run)]
+    return make_finding(
+        "BW001",
+        "info",
+        message,
+        evidence=shown(evidence),
+        evidence_count=len(evidence),
+        hosts=sorted({h for _, run in items for h in run_hosts(run)}),
+        fix="Add what the message names (nccl-tests output with its header and device lines, `nvidia-smi topo -m`, "
+        "an NCCL_DEBUG=INFO log); then ncclscope can compare peak busbw with a sourced reference figure.",
+    )
+
+
+# -------------------------------------------------------------------------------------- BW002
+@rule("BW002", "sizes-too-small", severity="info", needs=["nccl_tests"])
+def sizes_too_small(ctx: Context) -> Iterable[Finding]:
+    """The largest size of an nccl-tests run is under 1 GiB, so its peak bandwidth cannot be judged.
+
+    Why: busbw grows with the message size and only reaches the hardware's plateau at 1-8 GiB; at
+    256 MiB a healthy 8x H100 is still below peak ("256M is too small to reach peak bandwidth").
+    A sweep that stops early looks slow without being slow. (Not said of CPU-process runs on gloo,
+    which are small by design.)
+
+    Fix: Re-run up to 8 GiB (`all_reduce_perf -b 8 -e 8G -f 2`, or `-b 8G -e 8G` for a single size
+    as health checks do).
+
+    Sources: sjeaugey nccl-tests#212; stas00 ml-engineering network/README.md (12.5% of NIC spec at
+    16 MiB, ~70% at 1 GiB on 4-node B200); Azure NHC (single 8G/16G size)
+    """
+    limit = judging()["judge_min_bytes"]
+    for run in ctx.case.benchmarks:
+        if not run.rows or run.nranks == 1 or cpu_run(run):
+            continue
+        largest = max(r.size for r in run.rows)
+        if largest >= limit:
+            continue
+        if run.failures and (run.max_bytes or 0) > largest:
+            continue  # it failed before reaching its largest size: BW005 says why
+        rows = largest_rows(run)
+        busbw = max((max(r.out_of_place.busbw or 0, r.in_place.busbw or 0) for r in rows), default=0.0)
+        requested = f" (maxBytes {run.max_bytes})" if run.max_bytes and run.max_bytes != largest else ""
+        yield make_finding(
+            "BW002",
+            "info",
+            f"{run_label(run)} stops at {exact_size(largest)}{requested}, below the {exact_size(limit)} needed to"
+            f" reach peak, so its {gbs_text(busbw)} GB/s busbw there cannot be judged as peak bandwidth",
+            evidence=row_evidence(run, rows[:1]) + run_evidence(run),
+            hosts=run_hosts(run),
+        )
+
+
+# -------------------------------------------------------------------------------------- BW006
+@rule("BW006", "latency-high", severity="warning", needs=["nccl_tests"])
+def latency_high(ctx: Context) -> Iterable[Finding]:
+    """Small messages (up to 1 KiB) take far longer than the fabric should need: the median time
+    over those sizes is above the bound of data/expected_busbw.json (100 us inside one host, 150 us
+    across hosts; about three times the slowest published reference). GPU runs only: CPU processes
+    on gloo have no such bound.
+
+    Why: Small-message time is latency: launch overhead, proxy threads, network round trips. A large
+    value points at CPU contention or bad affinity, a TCP/socket path, an oversubscribed or
+    throttled GPU, or blocking options (-z), and it hurts every small collective of a training job.
+
+    Fix: Check CPU affinity (bind ranks to the GPU's NUMA node), that no other process shares the
+    GPUs, that NCCL uses NVLink/IB rather than sockets, and compare with CUDA graphs (-G) to
+    separate launch cost from communication.
+
+    Sources: superbench tests/data/nccl_allreduce.log (34-36 us, 8x A100); nccl#1259; nccl#1940;
+    nccl#1244 (46-48 us, 2 nodes); nccl#1984 (aggregation changes what time means)
+    """
+    references = latency_references()
+    for run in ctx.case.benchmarks:
+        if (run.nranks is not None and run.nranks <= 1) or cpu_run(run):
+            continue
+        facts = run_facts(run, ctx.platform)
+        if facts is None or not facts.nranks or facts.nranks < 2:
+            continue
+        limit = max(ref["max_size_bytes"] for ref in references)
+        small = [r for r in run.rows if 0 < r.size <= limit and r.count > 0]
+        times = [t for t in (_best_time(r) for r in small) if t is not None]
+        if not times:
+            continue
+        median = statistics.median(times)
+        ref = _latency_reference(ctx, references, (facts.hosts or 1) > 1)
+        if median <= ref["warn_above_us"]:
+            continue
+        low, high = ref["reference_us"]
+        yield make_finding(
+            "BW006",
+            "warning",
+            f"{run_label(run)} on {facts.nranks} ranks ({ref['fabric']}): small messages ({exact_size(small[0].size)}-"
+            f"{exact_size(small[-1].size)}) take {median:.1f} us (median), above the {ref['warn_above_us']} us bound; "
+            f"published references are {low}-{high} us ({ref['source'].split(';')[0]})",
+            evidence=row_evidence(run, small[:3]) + run_evidence(run),
+            evidence_count=len(small),
+            hosts=run_hosts(run),
+        )
+
+
+def _best_time(row: BenchmarkRow) -> float | None:
+    values = [t for t in (row.out_of_place.time_us, row.in_place.time_us) if t is not None]
+    return min(values) if values else None
+
+
+def _latency_reference(ctx: Context, references: list[dict], multi_host: bool) -> dict:
+    if multi_host:
+        return next(r for r in references if r["hosts"] != 1)
+    nvlink = bool(ctx.platform.nvlink_links) or str(_link_of(ctx)).startswith("NVLink")
+    return next(r for r in references if r["hosts"] == 1 and r["nvlink"] == nvlink)
+
+
+def _link_of(ctx: Context) -> str | None:
+    spec = spec_by_key(ctx.platform.key)
+    return spec.get("link") if spec else None

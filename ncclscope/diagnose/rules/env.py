@@ -1,0 +1,352 @@
+"""Rules of the ENV family: ENV001 classifies every NCCL_* setting (a `set by environment` line of the
+log, or a command line of the inputs) with the table of env_knobs.py; ENV002 compares the settings
+between the hosts and processes of one job.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from ncclscope.diagnose.platforms import platform_spec
+from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.env_knobs import KNOBS, truthy
+from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.diagnose.rules.version import host_list, jobs
+from ncclscope.model import EnvSetting, Finding, Severity
+
+# NCCL's own logging: the settings that produce the evidence ncclscope reads, not overrides
+LOGGING = frozenset(
+    {
+        "NCCL_DEBUG",
+        "NCCL_DEBUG_SUBSYS",
+        "NCCL_DEBUG_FILE",
+        "NCCL_DEBUG_TIMESTAMP_FORMAT",
+        "NCCL_DEBUG_TIMESTAMP_LEVELS",
+        "NCCL_WARN_ENABLE_DEBUG_INFO",
+    }
+)
+
+FEATURE_NAMES = {
+    "rdma": "RDMA NICs",
+    "nvlink": "NVLink",
+    "nvls": "NVSwitch with NVLink SHARP",
+    "shm": "GPU pairs that need host memory",
+    "mnnvl": "multi-node NVLink",
+}
+FEATURE_EFFECTS = {
+    "rdma": "inter-host traffic goes over TCP sockets",
+    "nvlink": "GPU pairs talk through host memory (SHM) or the network instead of NVLink",
+    "nvls": "collectives cannot use NVLink SHARP",
+    "shm": "GPU pairs without P2P talk through the network instead",
+    "mnnvl": "GPUs of different trays talk over the network instead of NVLink",
+}
+CONF_FILES = "the job script, the container image's ENV, ~/.nccl.conf, /etc/nccl.conf or the file NCCL_CONF_FILE names"
+NVLS_GPUS = ("H100", "H200", "H800", "H20", "GH200", "B200", "B300", "GB200", "GB300")
+
+
+# ----------------------------------------------------------------------------- feature evidence
+def _matrix_nv_cells(ctx: Context) -> list[str]:
+    cells = []
+    for topo in ctx.case.topologies:
+        for a in topo.gpus:
+            for b in topo.gpus:
+                if a != b:
+                    cells.append((topo.links.get(a) or {}).get(b, ""))
+    return cells
+
+
+def _has_rdma(ctx: Context, hosts: list[str]) -> str | None:
+    """Evidence that the job's hosts have RDMA NICs (the setting hides them, so any host counts)."""
+    ib = sorted({d.name for d in ctx.case.net_devices if d.transport in ("IB", "OFI")})
+    if ib:
+        return f"NET/IB devices {', '.join(ib[:4])}{' ...' if len(ib) > 4 else ''}"
+    networks = {n for h in ctx.case.hosts for n in h.networks if n and n.lower() != "socket"}
+    if networks:
+        return f"network {', '.join(sorted(networks))} on other hosts"
+    nics = sorted({topo.nic_names.get(n, n) for topo in ctx.case.topologies for n in topo.nics})
+    if nics:
+        return f"NICs {', '.join(nics[:4])}{' ...' if len(nics) > 4 else ''} in the topology matrix"
+    net = [t for t in ctx.case.connections.by_transport if t.startswith("NET/") and "Socket" not in t]
+    if net:
+        return f"{net[0]} connections"
+    return None
+
+
+def _has_nvlink(ctx: Context, hosts: list[str]) -> str | None:
+    nv = sorted({c for c in _matrix_nv_cells(ctx) if c.startswith("NV")})
+    if nv:
+        return f"{'/'.join(nv)} links in the topology matrix"
+    for topo in ctx.case.system_topologies:
+        if (not hosts or topo.host in hosts) and any("NVL[" in n for n in topo.nodes):
+            return "NVL links in NCCL's topology dump"
+    if ctx.platform.nvlink_links or ctx.platform.nvswitch:
+        return "an NVLink platform"
+    spec = platform_spec(ctx.platform.gpu_name)
+    if spec and spec.get("form") == "SXM" and str(spec.get("link", "")).startswith("NVLink"):
+        if (ctx.platform.gpus_per_host or 0) > 1:  # SXM modules of one board are linked by NVLink
+            return f"{ctx.platform.gpus_per_host} {ctx.platform.gpu_name} per host, SXM modules linked by NVLink"
+    return _has_nvls(ctx, hosts) or _has_mnnvl(ctx, hosts)
+
+
+def _has_nvls(ctx: Context, hosts: list[str]) -> str | None:
+    for m in ctx.messages("nvls_support"):
+        if "not available" not in m.message and (not hosts or m.host in hosts):
+            return f"`{m.message}`"
+    if any((c.nvls_channels or 0) > 0 for c in ctx.case.communicators):
+        return "NVLS channels"
+    cells = _matrix_nv_cells(ctx)
+    if cells and all(c.startswith("NV") and c[2:].isdigit() and int(c[2:]) >= 18 for c in cells):
+        return f"NV{min(int(c[2:]) for c in cells)} between every GPU pair (NVSwitch, NVLink 4+)"
+    model = ctx.platform.gpu_model or ""
+    if ctx.platform.nvswitch and any(model.startswith(g) for g in NVLS_GPUS):
+        return f"{model} on NVSwitch"
+    return None
+
+
+def _has_mnnvl(ctx: Context, hosts: list[str]) -> str | None:
+    for m in ctx.messages("mnnvl_clique"):
+        if m.message.startswith("MNNVL 1") and (not hosts or m.host in hosts):
+            return f"`{m.message}`"
+    if any("MNNVL" in t for t in ctx.case.connections.by_transport):
+        return "P2P/MNNVL connections"
+    return None
+
+
+def _needs_shm(ctx: Context, hosts: list[str]) -> str | None:
+    """SHM carries the GPU pairs of a host that cannot use P2P: it matters only where P2P is off."""
+    local = [h for h in ctx.case.hosts if (not hosts or h.name in hosts) and (len(h.ranks) > 1 or h.processes > 1)]
+    if not local and (ctx.platform.gpus_per_host or 0) < 2:  # nccl-tests -g 4: one process, four GPUs
+        return None
+    for s in ctx.case.env:
+        if (s.name == "NCCL_P2P_DISABLE" and truthy(s.value)) or (
+            s.name == "NCCL_P2P_LEVEL" and s.value.strip().lower() in ("loc", "0")
+        ):
+            return f"{s.name}={s.value} also set, so GPU pairs of a host have no other path"
+    if ctx.messages("p2p_not_enabled"):
+        return "`Could not enable P2P` lines"
+    far = sorted({c for c in _matrix_nv_cells(ctx) if c in ("SYS", "SOC", "NODE", "PHB")})
+    if far:
+        return f"GPU pairs over {'/'.join(far)} without NVLink in the topology matrix"
+    return None
+
+
+FEATURES: dict[str, Callable[[Context, list[str]], str | None]] = {
+    "rdma": _has_rdma,
+    "nvlink": _has_nvlink,
+    "nvls": _has_nvls,
+    "shm": _needs_shm,
+    "mnnvl": _has_mnnvl,
+}
+
+
+# ---------------------------------------------------------------------------------------- ENV001
+def _where(setting: EnvSetting) -> str:
+    if setting.origin == "command_line":
+        return f"the command line at {setting.evidence.source}:{setting.evidence.line}"
+    hosts = host_list(setting.hosts) or "unknown host"
+    n = setting.processes
+    return f"{hosts} ({n} process{'es' if n != 1 else ''})"
+
+
+def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
+    """(severity, message) for one setting."""
+    knob = KNOBS.get(s.name)
+    head = f"{s.name}={s.value} on {_where(s)}"
+    if knob is None:
+        return "info", f"{head}: not among the knobs ncclscope knows; check that it is meant to be set"
+    note = f" ({knob.note})" if knob.note else ""
+    if knob.default is not None and s.value.strip().lower() == knob.default.lower():
+        return "info", f"{head} {knob.what}; this is the default value, so it changes nothing"
+    if knob.off is not None and knob.off(s.value):
+        note = f" ({knob.off_note})" if knob.off_note else ""
+        if knob.feature == "rdma" and ctx.single_host:
+            return "warning", (
+                f"{head} {knob.what}{note}: this is a single-host job, whose intra-node traffic (P2P/SHM) does not"
+                " use the network, so it does not affect this run; on several hosts it would force TCP sockets"
+            )
+        if knob.feature is not None:
+            seen = FEATURES[knob.feature](ctx, s.hosts)
+            if seen:
+                return "error", (
+                    f"{head} {knob.what}{note} although the job has {FEATURE_NAMES[knob.feature]} ({seen}):"
+                    f" {FEATURE_EFFECTS[knob.feature]}"
+                )
+            return "warning", (
+                f"{head} {knob.what}{note}; the inputs do not show whether the hosts have"
+                f" {FEATURE_NAMES[knob.feature]}, which would make this an error"
+            )
+        return "warning", f"{head} {knob.what}{note}: a debugging override that is not meant for production"
+    if knob.off is not None and s.name.endswith("_ENABLE") and knob.default and not knob.off(knob.default):
+        # NCCL_NVLS_ENABLE=1: asks for a feature NCCL uses by itself where the hardware has it
+        return "info", (
+            f"{head} {knob.what}{note}: it asks for what NCCL does by itself where the hardware allows"
+            f" (default {knob.default}); nothing is switched off"
+        )
+    if knob.kind == "debug":
+        return "warning", f"{head} {knob.what}{note}: a debugging override that is not meant for production"
+    return "info", f"{head} {knob.what}{note}: a documented configuration or tuning knob"
+
+
+@rule("ENV001", "debug-override", severity="error", needs=["settings"])
+def debug_override(ctx: Context) -> Iterable[Finding]:
+    """An NCCL_* variable is set: debugging overrides (P2P/SHM/IB/NVLS/PXN off, ALGO/PROTO forced,
+    channel or thread counts capped, NET_GDR_LEVEL lowered, IGNORE_NET_MISMATCH ...) are warnings,
+    errors when they switch off a transport the hosts have (IB on a multi-host job with RDMA NICs,
+    P2P on NVLink, NVLS on NVSwitch, SHM where P2P is unavailable); documented tuning knobs are info.
+
+    Settings come from the log's `set by environment` lines and from a launcher or shell command line
+    in the inputs (`mpirun -x NCCL_...=`, `srun --export=...`, `export NCCL_...=`); NCCL's logging
+    variables (NCCL_DEBUG ...) are not overrides.
+
+    One finding per variable and value, with the hosts and how many processes logged it. On a single
+    host NCCL_IB_DISABLE=1 changes nothing (intra-node traffic does not use the network) and stays a
+    warning. Values can also come from ~/.nccl.conf, /etc/nccl.conf or NCCL_CONF_FILE: NCCL loads
+    those files into its environment, so the log says "set by environment" either way.
+
+    Why: NCCL's documentation lists these variables under "Debugging": they "should not be used in
+    production nor retained in scripts ... Keeping them set may result in sub-optimal behavior,
+    crashes, or hangs". A transport switched off sends the traffic over a slower path (TCP sockets,
+    host memory); forced algorithms and capped channels keep NCCL from using the hardware fully.
+
+    Fix: Remove the variable where it is set: the job script, the container image's ENV,
+    ~/.nccl.conf, /etc/nccl.conf or the file NCCL_CONF_FILE names. Keep an override only as a
+    documented workaround for a known issue, and retest without it after every NCCL upgrade.
+
+    Sources: NCCL docs env.rst (introduction; "Debugging" section); NCCL docs
+    troubleshooting/performance_and_tuning.rst ("Tuning NCCL configuration", "RoCE
+    considerations"); NCCL src/misc/param.cc (loads /etc/nccl.conf and ~/.nccl.conf with setenv
+    overwrite=0); NVIDIA/nccl#1008 and nccl-tests#294 (settings from /etc/nccl.conf); NVIDIA/nccl#526
+    (cloud images set NCCL_TOPO_FILE on purpose); nccl-tests#373 (NCCL_P2P_LEVEL=LOC); NVIDIA/nccl#2428
+    (NCCL_IGNORE_NET_MISMATCH)
+    """
+    # what `ncclscope run` set itself (dump files, debug output) is the evidence being collected, not a setting
+    # of the job; a user's own value of the same variable (env_user) is still judged
+    ours = ctx.case.run.env_set if ctx.case.run is not None else {}
+    for s in ctx.case.env:
+        if not s.name.startswith("NCCL_") or s.name in LOGGING or ours.get(s.name) == s.value:
+            continue
+        severity, message = _judge(ctx, s)
+        knob = KNOBS.get(s.name)
+        extra: dict[str, object] = {}
+        if severity != "info":
+            extra["fix"] = (
+                f"Unset {s.name} (look in {CONF_FILES}: NCCL reads those files too and still logs 'set by"
+                " environment'); keep it only as a documented workaround and retest without it."
+            )
+        elif knob is not None and knob.kind == "tuning":
+            extra["fix"] = "Nothing to do if it was set on purpose; keep it identical on every host of the job."
+        yield make_finding(
+            "ENV001",
+            severity,
+            message,
+            evidence=[s.evidence],
+            evidence_count=s.processes or 1,
+            hosts=list(s.hosts),
+            **extra,
+        )
+
+
+# ---------------------------------------------------------------------------------------- ENV002
+def _host_groups(ctx: Context) -> list[tuple[list[str], dict[str, int]]]:
+    """(hosts, processes per host that went through init) of each job.
+
+    Jobs come from shared commIds or nccl-tests runs (version.jobs). When nothing links any two
+    processes (old NCCL prints no commId) all hosts are taken as one job.
+    """
+    groups = []
+    for job in jobs(ctx):
+        counts: dict[str, int] = defaultdict(int)
+        for p in job.processes:
+            if p.host and (p.ranks or p.nccl_version or p.cuda_driver_version):
+                counts[p.host] += 1
+        groups.append((job.hosts, dict(counts)))
+    if groups:
+        return groups
+    counts = defaultdict(int)
+    for p in ctx.case.processes:
+        if p.host and (p.ranks or p.nccl_version or p.cuda_driver_version):
+            counts[p.host] += 1
+    hosts = sorted(h.name for h in ctx.case.hosts if h.name)
+    return [(hosts, dict(counts))] if hosts else []
+
+
+@rule("ENV002", "env-inconsistent", severity="warning", needs=["settings"])
+def env_inconsistent(ctx: Context) -> Iterable[Finding]:
+    """NCCL_* settings differ between the hosts or processes of one job: a variable is set on some
+    hosts (or by some processes) but not all, or to different values.
+
+    Hosts are compared within one job (processes linked by a shared commId or one nccl-tests run;
+    all hosts when the log prints no commId). A process prints a variable when NCCL first reads it,
+    so a host that never used the feature (for example IB parameters on a host that fell back to
+    sockets) does not print it even if it is set; the message says so when the networks differ.
+
+    Why: Ranks that disagree on protocols, buffer sizes, algorithms or transports set up
+    mismatched connections: NCCL then hangs or fails with errors such as `Message truncated :
+    received X bytes instead of Y`. Maintainers ask to "check the log for environment variables set
+    on one rank but not the other".
+
+    Fix: Set NCCL_* variables in one place that every rank reads (the launcher's environment
+    export, e.g. `mpirun -x`, `srun --export=ALL`, the pod spec), use the same container image and
+    /etc/nccl.conf on every host, and remove per-host overrides.
+
+    Sources: sjeaugey in NVIDIA/nccl#1328 ("check the log for environment variables set on one rank but
+    not the other"); NCCL src/misc/param.cc (/etc/nccl.conf per host; one `set by environment` line per
+    process, when the variable is first read)
+    """
+    by_name: dict[str, list[EnvSetting]] = defaultdict(list)
+    for s in ctx.case.env:
+        # a command line sets its variables for every rank it starts: nothing to compare there
+        if s.name.startswith("NCCL_") and s.name not in LOGGING and s.origin == "log":
+            by_name[s.name].append(s)
+    networks = {h.name: sorted(h.networks) for h in ctx.case.hosts}
+    printing_hosts = {h for s in ctx.case.env for h in s.hosts}
+    for hosts, counts in _host_groups(ctx):
+        host_set = set(hosts)
+        for name in sorted(by_name):
+            settings = [s for s in by_name[name] if host_set & set(s.hosts) or (not s.hosts and len(hosts) <= 1)]
+            if not settings:
+                continue
+            with_var = sorted({h for s in settings for h in s.hosts if h in host_set})
+            missing = [h for h in hosts if h not in with_var]
+            values = sorted({s.value for s in settings})
+            evidence = shown(s.evidence for s in settings)
+            n_lines = sum(max(s.processes, 1) for s in settings)
+            if len(values) > 1:
+                sides = "; ".join(f"{s.value} on {_where(s)}" for s in sorted(settings, key=lambda s: s.value))
+                message = f"{name} has different values within one job: {sides}"
+                if missing:
+                    message += f"; not set on {host_list(missing)}"
+            elif missing and len(hosts) > 1:
+                s = settings[0]
+                message = f"{name}={s.value} is set on {_where(s)} but not on {host_list(missing)}"
+                silent = [h for h in missing if h not in printing_hosts]
+                if silent:
+                    message += (
+                        f" ({host_list(silent)} printed no 'set by environment' line at all: its log may have been"
+                        " taken without the ENV subsystem)"
+                    )
+                elif any(networks.get(h) != networks.get(with_var[0]) for h in missing):
+                    nets = ", ".join(f"{h}: {'/'.join(networks.get(h) or ['?'])}" for h in [with_var[0], *missing[:5]])
+                    message += (
+                        f"; the hosts use different networks ({nets}), and NCCL prints a variable only when it reads"
+                        " it, so check the environment of the other hosts too"
+                    )
+            else:
+                s = settings[0]
+                expected = sum(counts.get(h, 0) for h in s.hosts if h in host_set)
+                if not (0 < s.processes < expected):
+                    continue
+                message = (
+                    f"{name}={s.value} is logged by {s.processes} of the {expected} processes on {host_list(s.hosts)}"
+                    " (NCCL prints a variable when a process first reads it; a process that never used the"
+                    " feature does not print it)"
+                )
+            yield make_finding(
+                "ENV002",
+                "warning",
+                message,
+                evidence=evidence,
+                evidence_count=n_lines,
+                hosts=sorted({h for s in settings for h in s.hosts} | set(missing)),
+            )

@@ -1,0 +1,138 @@
+"""RUN006: a collective that did not finish in time, as the framework's watchdog or `ncclscope run`
+saw it (Case.framework, Case.run)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.diagnose.rules.run_init import input_cut
+from ncclscope.diagnose.rules.version import rank_text
+from ncclscope.model import Finding, FrameworkEvent
+
+
+def _lines(n: int) -> str:
+    return f"{n} line{'s' if n != 1 else ''}"
+
+
+def _world_size(ctx: Context) -> int | None:
+    """Ranks of the job: its largest communicator, or its largest process group as PyTorch set it up."""
+    sizes = [c.nranks for c in ctx.case.communicators if c.nranks and c.comm_id]
+    sizes += [e.world_size for e in ctx.case.framework if e.kind == "pg_options" and e.world_size]
+    return max(sizes) if sizes else None
+
+
+@rule("RUN006", "watchdog-timeout", severity="error")
+def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
+    """PyTorch's ProcessGroupNCCL watchdog timed out a collective (`Watchdog caught collective
+    operation timeout: WorkNCCL(SeqNum=..., OpType=...) ran for ... milliseconds`, as PyTorch, Ray,
+    DeepSpeed or vLLM print it), or `ncclscope run` ended a collective on its per-collective timeout
+    (`--timeout`); then the evidence is the last lines the collective printed (stdout, stderr and the
+    tail of each NCCL log) before it was ended. An NCCL error that the framework raised is not a
+    timeout: RUN005 reports it.
+
+    The finding groups the timeouts by collective (OpType, SeqNum), names the ranks that reported
+    and, when the communicator size is known, those that did not; ranks stuck at different SeqNums
+    mean an application desync.
+
+    Why: NCCL itself never reports a hung collective; the framework's watchdog does, after its
+    timeout (10 or 30 minutes by default). A timeout with no NCCL WARN means the collective hung
+    rather than failed: a rank never joined it (desync, crash, a rank stuck elsewhere) or the
+    network stalled; with NCCL WARNs, those are the cause.
+
+    Fix: Find the rank that did not reach the collective: compare the SeqNums of all ranks
+    (TORCH_NCCL_DESYNC_DEBUG=1, PyTorch Flight Recorder with TORCH_NCCL_TRACE_BUFFER_SIZE and
+    TORCH_NCCL_DUMP_ON_TIMEOUT=1), read the NCCL WARNs of the same time, and rerun with
+    NCCL_DEBUG=INFO. Raise the timeout only for collectives that are legitimately slow.
+
+    Sources: PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (the watchdog and its
+    messages); PyTorch docs "torch.distributed" (TORCH_NCCL_DESYNC_DEBUG, TORCH_NCCL_TRACE_BUFFER_SIZE,
+    Flight Recorder); NCCL docs troubleshooting.rst (NCCL itself reports no hung collective)
+    """
+    yield from _runner_timeouts(ctx)
+    timeouts: dict[tuple[str, int | None], list[FrameworkEvent]] = defaultdict(list)
+    seen: set[tuple[int | None, int | None, str]] = set()
+    for event in ctx.case.framework:
+        if event.kind != "watchdog_timeout":
+            continue
+        key = (event.rank, event.seq, event.op_type or "")
+        if key in seen:
+            continue  # the watchdog's exception repeats the timeout it reports
+        seen.add(key)
+        timeouts[(event.op_type or "a collective", event.seq)].append(event)
+    if not timeouts:
+        return
+    # a record cut before its OpType (the rest of the line was lost) joins the collective of its SeqNum
+    for op, seq in [key for key in timeouts if key[0] == "a collective" and key[1] is not None]:
+        named = [key for key in timeouts if key[1] == seq and key[0] != op]
+        if len(named) == 1:
+            timeouts[named[0]].extend(timeouts.pop((op, seq)))
+    nccl_warns = len({(w.evidence.source, w.evidence.line) for w in ctx.case.warnings if w.level in ("WARN", "ABORT")})
+    world = _world_size(ctx)
+    seqs = sorted({seq for _, seq in timeouts if seq is not None})
+    ranks_of = {key: sorted({e.rank for e in items if e.rank is not None}) for key, items in timeouts.items()}
+    reporting = {r for ranks in ranks_of.values() for r in ranks}
+    silent = sorted(set(range(world)) - reporting) if world and reporting else []
+    status = [e for e in ctx.case.framework if e.kind == "watchdog_status"]
+    for (op, seq), items in sorted(timeouts.items(), key=lambda kv: kv[0][1] or 0):
+        ranks = ranks_of[(op, seq)]
+        first = items[0]
+        ran = max((e.ran_ms for e in items if e.ran_ms), default=None)
+        seq_text = f"SeqNum {seq}" if seq is not None else "no SeqNum"
+        numel = f", {first.numel_in} elements" if first.numel_in else ""
+        message = (
+            f"PyTorch watchdog timed out {op} ({seq_text}{numel})"
+            f" on rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks) or '?'}"
+            f"{f' after {ran / 1000:.0f} s' if ran else ''}"
+        )
+        if first.timeout_ms:
+            message += f" against a {first.timeout_ms / 1000:.0f} s timeout"
+        progress = sorted(
+            {(e.last_enqueued, e.last_completed) for e in status if e.seq == seq and e.last_completed is not None}
+        )
+        if progress:
+            message += "; last completed work " + ", ".join(f"{c} (enqueued {q})" for q, c in progress[:3])
+        if len(seqs) > 1:
+            others_seq = ", ".join(str(s) for s in seqs if s != seq)
+            message += f"; other ranks time out at SeqNum {others_seq}: ranks are at different collectives (desync)"
+        if silent:
+            message += (
+                f"; rank{'s' if len(silent) != 1 else ''} {rank_text(silent)} of {world} reported no timeout:"
+                " look there first (never joined, crashed or stuck elsewhere)"
+            )
+            cut, _ = input_cut(ctx, {e.evidence.source for e in ctx.case.framework})
+            if cut:
+                message += f" (but the input looks cut ({cut}), so their lines may just be missing)"
+        if nccl_warns:
+            message += f"; NCCL logged {_lines(nccl_warns)} of WARN, see those findings"
+        elif not any(s.nccl_lines for s in ctx.case.sources):
+            message += "; the input holds no NCCL log, so whether NCCL reported an error is unknown"
+        else:
+            message += "; NCCL logged no WARN: the collective hung rather than failed"
+        evidence = [e.evidence for e in items]
+        yield make_finding(
+            "RUN006",
+            "error",
+            message,
+            evidence=shown(evidence),
+            evidence_count=len(evidence),
+            ranks=ranks,
+        )
+
+
+def _runner_timeouts(ctx: Context) -> Iterable[Finding]:
+    """The collectives `ncclscope run` ended on its timeout (Case.run): hangs nobody else reports."""
+    run = ctx.case.run
+    for step in run.steps if run else []:
+        if step.status != "timed_out":
+            continue
+        limit = f" after its {step.timeout_s:.0f} s timeout" if step.timeout_s else " on its timeout"
+        message = (
+            f"`ncclscope run` ended {step.collective}{limit}: the collective hung"
+            f" ({_lines(len(step.last_lines))} seen last, shown as evidence)"
+        )
+        yield make_finding(
+            "RUN006", "error", message, evidence=list(step.last_lines), evidence_count=len(step.last_lines)
+        )

@@ -1,0 +1,185 @@
+"""RUN001: communicators whose init did not complete, judged only where the inputs can show it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.diagnose.rules.version import host_list, rank_text
+from ncclscope.model import CommRank, Finding, Severity
+
+
+def _lines(n: int) -> str:
+    return f"{n} line{'s' if n != 1 else ''}"
+
+
+def input_cut(ctx: Context, sources: set[str]) -> tuple[str | None, bool]:
+    """(why the input of these sources looks cut, whether it stops there) from Source.truncated
+    and Source.problems (a damaged .gz ...)."""
+    for s in ctx.case.sources:
+        if s.path not in sources:
+            continue
+        if s.problems:
+            return f"{s.path}: {s.problems[0]}", True
+        if s.truncated:
+            return f"{s.path}: {s.truncated[0]}", s.ends_cut
+    return None, False
+
+
+@rule("RUN001", "init-incomplete", severity="error", needs=["init"])
+def init_incomplete(ctx: Context) -> Iterable[Finding]:
+    """A communicator has ranks that logged `Init START` but no `Init COMPLETE`, or fewer ranks
+    than `nranks` reported init although the inputs hold the logs of all its hosts.
+
+    Severity: error; warning when the input is visibly cut. "Visibly cut" needs positive evidence,
+    because a log that simply ends while ranks are in init is exactly what a hang looks like: the
+    reader reported a damaged input (Source.problems), or the input stops inside a listing (connection
+    lines, the topology dump ...) or in a cut record, or records in it are cut, or the poster elided
+    lines (`...`, `[...]`) (Source.truncated). When the input stops that way and no rank of the
+    communicator completed, nothing shows how far init got: the rule does not judge, and EVD001 says
+    so. Ranks that are absent from the inputs altogether are judged only when the inputs cover the
+    communicator (as many hosts as `nNodes`, or as many processes on its hosts as ranks); otherwise
+    EVD001 says that the other ranks' logs were not given, which is not a fault.
+
+    Why: Every rank of a communicator must reach Init COMPLETE; the ranks that do not are the ones
+    stuck (bootstrap, connection setup) or failed, and the other ranks wait for them until a
+    timeout. The finding names them, and whether they logged a WARN (a failure) or nothing (a hang).
+
+    Fix: Look at the named ranks' hosts first: their WARN lines, network reachability (bootstrap
+    interface, firewall), GPU health. For a live hang, query NCCL RAS (`ncclras`, NCCL 2.24+) to
+    see which ranks are missing. Give the logs of every rank (NCCL_DEBUG_FILE=nccl.%h.%p.log) so
+    that none is silently absent.
+
+    Sources: NCCL docs troubleshooting.rst and ras.rst; NCCL src/init.cc (Init START/COMPLETE lines,
+    START since 2.18.3); stas00/ml-engineering network/debug/README.md (`grep "Init COMPLETE"` across
+    rank logs)
+    """
+    warn_procs: dict[tuple[str | None, int | None], int] = defaultdict(int)
+    seen: set[tuple[str, int]] = set()
+    for w in ctx.case.warnings:
+        if w.level in ("WARN", "ABORT") and (w.evidence.source, w.evidence.line) not in seen:
+            seen.add((w.evidence.source, w.evidence.line))
+            warn_procs[(w.host, w.pid)] += 1
+    procs_per_host: dict[str, int] = defaultdict(int)
+    for p in ctx.case.processes:
+        if p.host:
+            procs_per_host[p.host] += 1
+    for label, comms in ctx.comm_groups:
+        members: dict[tuple, CommRank] = {}
+        for comm in comms:
+            for r in comm.ranks:
+                key = (r.rank, r.host, r.pid)
+                old = members.get(key)
+                if old is None or (r.init_complete and not old.init_complete):
+                    members[key] = r
+        nranks = max((c.nranks or 0 for c in comms), default=0) or None
+        nnodes = max((c.nnodes or 0 for c in comms), default=0) or None
+        reported = {r.rank for r in members.values() if r.rank >= 0}
+        completed = {r.rank for r in members.values() if r.init_complete}
+        stuck = sorted(
+            (r for r in members.values() if r.init_start and not r.init_complete and r.rank not in completed),
+            key=lambda r: r.rank,
+        )
+        hosts = sorted({r.host for r in members.values() if r.host})
+        missing = sorted(set(range(nranks)) - reported) if nranks else []
+        if not stuck and not missing:
+            continue
+        covered = bool(
+            (nnodes and len(hosts) >= nnodes) or (nranks and hosts and sum(procs_per_host[h] for h in hosts) >= nranks)
+        )
+        sources = {r.evidence.source for r in members.values() if r.evidence}
+        cut, stops = input_cut(ctx, sources)
+        size = f"{nranks} ranks" if nranks else "size unknown"
+        head = (
+            f"{label[0].upper()}{label[1:]} ({size}, {len(hosts)} host{'s' if len(hosts) != 1 else ''} in the inputs)"
+        )
+        if stuck and cut and stops and not completed:
+            ctx.cannot_judge(
+                "RUN001",
+                f"{head}: ranks {rank_text([r.rank for r in stuck])} logged Init START and the input ({cut}) stops"
+                " before any rank completed: it may have been cut there or the job may hang there; the whole log"
+                " (or `ncclras` on the live job) tells which",
+                (r.evidence for r in stuck if r.evidence),
+            )
+            continue
+        if stuck:
+            by_host: dict[str, list[int]] = defaultdict(list)
+            for r in stuck:
+                by_host[r.host or "?"].append(r.rank)
+            if len(by_host) > 6:
+                ranks_all = [r.rank for r in stuck]
+                where = f"ranks {rank_text(ranks_all)} on {len(by_host)} hosts ({host_list(sorted(by_host))})"
+            else:
+                where = ", ".join(
+                    f"rank{'s' if len(set(rs)) != 1 else ''} {rank_text(rs)} on {h}"
+                    for h, rs in sorted(by_host.items())
+                )
+            message = (
+                f"{head}: {where} logged Init START but no Init COMPLETE"
+                f" ({len(completed)} of the {len(reported)} rank{'s' if len(reported) != 1 else ''} in the inputs"
+                " completed)"
+            )
+            warned = sum(warn_procs.get((r.host, r.pid), 0) for r in {(r.host, r.pid): r for r in stuck}.values())
+            if warned:
+                message += f"; their processes logged {_lines(warned)} of WARN (the failure is reported there)"
+            elif retrying := _retrying_ranks(ctx, stuck):
+                message += (
+                    f"; their processes logged no WARN, and rank{'s' if len(retrying) != 1 else ''}"
+                    f" {rank_text(retrying)} {'were' if len(retrying) != 1 else 'was'} still retrying a connection"
+                    " (NET006): waiting for a peer"
+                )
+            elif not cut:
+                message += "; their processes logged no WARN, so they are stuck (a hang), not failed"
+            if missing and covered:
+                message += f"; ranks {rank_text(missing)} never logged init at all"
+            evidence = shown(r.evidence for r in stuck if r.evidence)
+            severity: Severity = "error"
+            if cut:
+                severity = "warning"
+                message += f"; but the input looks cut ({cut}), so their COMPLETE lines may just be missing"
+            yield make_finding(
+                "RUN001",
+                severity,
+                message,
+                evidence=evidence,
+                evidence_count=len(stuck),
+                hosts=sorted(by_host),
+                ranks=sorted({r.rank for r in stuck}),
+            )
+            continue
+        evidence = shown(r.evidence for r in members.values() if r.evidence)
+        if not covered:
+            ctx.cannot_judge(
+                "RUN001",
+                f"{head}: the inputs hold the init lines of {len(reported)} of {nranks} ranks"
+                f" ({host_list(hosts) or 'no host named'}); whether the others completed init cannot be judged"
+                " without their logs (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log gives one per process)"
+                + (f"; the input looks cut ({cut})" if cut else ""),
+                evidence,
+            )
+            continue
+        message = (
+            f"{head}: ranks {rank_text(missing)} never logged Init START or COMPLETE although the inputs hold the"
+            f" logs of {'all ' + str(nnodes) + ' hosts' if nnodes else 'enough processes on its hosts'}"
+        )
+        severity2: Severity = "error"
+        if cut:
+            severity2 = "warning"
+            message += f"; but the input looks cut ({cut}), so the lines may just be missing"
+        yield make_finding(
+            "RUN001",
+            severity2,
+            message,
+            evidence=evidence,
+            evidence_count=len(members),
+            hosts=hosts,
+            ranks=missing,
+        )
+
+
+def _retrying_ranks(ctx: Context, stuck: list[CommRank]) -> list[int]:
+    """The stuck ranks whose process was retrying a socket connection (and had not given up)."""
+    retrying = {(f.host, f.pid) for f in ctx.case.socket_failures if f.retrying and f.level != "WARN"}
+    return sorted({r.rank for r in stuck if (r.host, r.pid) in retrying})

@@ -1,0 +1,170 @@
+"""RUN005: every NCCL WARN that no more specific rule reports, and the NCCL errors a framework raised
+(with NCCL's `Last error:`), each with the `file:line -> N` chain that follows it decoded."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from itertools import groupby
+
+from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.error_strings import nccl_result
+from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.diagnose.rules.run import (
+    Chains,
+    chain_summary,
+    covered_lines,
+    evidence_with_chains,
+    hosts_text,
+    lines_text,
+    warns_of,
+)
+from ncclscope.model import Finding, FrameworkEvent, NcclMessage, SocketFailure
+
+# ---------------------------------------------------------------------------------------- RUN005
+MEMLOCK = (
+    "RDMA resources could not be allocated: usually the locked-memory limit; set `ulimit -l unlimited`"
+    " (docker `--ulimit memlock=-1`)"
+)
+# What is known about the WARNs no more specific rule reports, by the verbs call that failed ...
+CALL_HINTS = {
+    "ibv_create_qp": MEMLOCK,
+    "ibv_reg_mr": MEMLOCK,
+    "ibv_reg_mr_iova2": MEMLOCK,
+    "ibv_create_cq": MEMLOCK,
+    "ibv_reg_dmabuf_mr": MEMLOCK,
+    "ibv_modify_qp": "RoCE GID selection: since NCCL 2.21 leave NCCL_IB_GID_INDEX unset; set NCCL_IB_TC if the"
+    " vendor requires it",
+}
+# ... and by the kind of message (NcclMessage.kind)
+KIND_HINTS = {
+    "ib_async_event": "the NIC reported a port or hardware event: check `ibstat`, the link state and `dmesg`",
+    "ib_incompatible_devices": "NICs of different link layers (IB and RoCE) were paired: select NICs of one type"
+    " with NCCL_IB_HCA",
+    "shm_unlink_failed": "systemd removed NCCL's shared memory: set RemoveIPC=no in /etc/systemd/logind.conf",
+    "message_truncated": "ranks disagree on sizes: NCCL settings that differ between ranks (ENV002), or an"
+    " application desync",
+    "ib_size_mismatch": "ranks called collectives of different sizes: an application desync"
+    " (TORCH_NCCL_DESYNC_DEBUG, Flight Recorder)",
+    "comm_aborted": "an earlier error aborted the communicator: look at the first WARN",
+    "proxy_failure": "NCCL's proxy thread failed an operation; it follows a failure of this host or its peer"
+    " (a connection error, a peer that died): look at the first error before it",
+    "alloc_failed": "GPU memory ran out while NCCL allocated its buffers",
+    "nvml_failure": "NVML could not answer (integrated GPUs, containers without NVML): NCCL goes on, maybe slower",
+    "shared_mem_limit": "NCCL's kernels need more shared memory than this GPU gives: an NCCL build that predates"
+    " the GPU; upgrade NCCL",
+}
+BAD_ADDRESS = (
+    "NCCL had no address to connect to: NCCL_SOCKET_IFNAME names an interface this host lacks (or one without"
+    " an address), so the address it exchanged was empty"
+)
+
+
+def _shape(message: str) -> str:
+    """Group key: numbers, hex and addresses normalised so that repeats of one message group."""
+    words = []
+    for word in message.split():
+        if word.startswith("0x"):
+            words.append("0x?")
+            continue
+        # each run of digits becomes one N
+        words.append("".join("N" if digit else "".join(run) for digit, run in groupby(word, key=str.isdigit)))
+    return " ".join(words)
+
+
+def _hint(w: NcclMessage, failures: dict[tuple[str, int], SocketFailure]) -> str:
+    call = w.fields.get("call_name")
+    if call and call in CALL_HINTS:
+        return CALL_HINTS[str(call)]
+    failure = failures.get((w.evidence.source, w.evidence.line))
+    if failure is not None and failure.problem == "bad_address_family":
+        return BAD_ADDRESS
+    return KIND_HINTS.get(w.kind, "")
+
+
+@rule("RUN005", "nccl-warning", severity="warning", needs=["nccl_errors"])
+def nccl_warning(ctx: Context) -> Iterable[Finding]:
+    """Any NCCL WARN that no more specific rule reports, grouped by message (numbers, addresses and
+    pointers normalised), with the `file:line -> N` chain that follows it decoded to the result name
+    (0 Success, 1 UnhandledCudaError, 2 SystemError, 3 InternalError, 4 InvalidArgument, 5
+    InvalidUsage, 6 RemoteError, 7 InProgress, 8 Timeout).
+
+    The WARNs of IB completion errors (NET005), connection failures (NET006), RDMA or plugin
+    unavailability (NET002), duplicate GPUs (RUN002), /dev/shm (RUN003), CUDA failures (RUN004),
+    P2P disabled on NVLink (TOPO005) and version mismatches (VER001) are left to those rules
+    (COVERED_ELSEWHERE in this module).
+
+    Why: NCCL prints WARN only when something failed or is about to; the chain after it shows the
+    code path and the ncclResult_t the application received.
+
+    Fix: Read the message and the chain; the finding adds what is known about the message.
+
+    Sources: NCCL src/include/debug.h and src/nccl.h.in (WARN lines, result codes, `-> N` chains);
+    NCCL docs troubleshooting/networking_troubleshooting.rst (ibv calls and memlock, ibv_modify_qp and
+    the RoCE GID), runtime_and_mpi_issues.rst (RemoveIPC); NCCL src/transport/net_ib.cc (incompatible
+    devices); sjeaugey in NVIDIA/nccl#1328 (Message truncated)
+    """
+    covered = covered_lines(ctx)
+    warns = warns_of(ctx, None, covered)
+    failures = {(f.evidence.source, f.evidence.line): f for f in ctx.case.socket_failures}
+    chains = Chains(ctx)
+    groups: dict[str, list[NcclMessage]] = defaultdict(list)
+    for w in warns:
+        groups[_shape(w.message)].append(w)
+    for _, msgs in sorted(groups.items(), key=lambda kv: (kv[1][0].evidence.source, kv[1][0].evidence.line)):
+        first = msgs[0]
+        traces = [t for t in (chains.after(w) for w in msgs) if t]
+        where = f"{first.file}:{first.file_line}" if first.file and first.file_line else (first.file or "")
+        text = first.message if len(first.message) <= 200 else first.message[:197] + "..."
+        message = f"NCCL WARN `{text}`{f' ({where})' if where else ''} on {hosts_text(msgs)}, {lines_text(len(msgs))}"
+        message += chain_summary(traces)
+        hint = _hint(first, failures)
+        if hint:
+            message += f"; {hint}"
+        yield make_finding(
+            "RUN005",
+            "warning",
+            message,
+            evidence=evidence_with_chains(msgs, traces),
+            evidence_count=len(msgs),
+            hosts=sorted({w.host for w in msgs if w.host}),
+        )
+    yield from _framework_errors(ctx, covered)
+
+
+def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iterable[Finding]:
+    """NCCL errors a framework raised (PyTorch's `NCCL error in: ...`), with NCCL's last error."""
+    errors = [e for e in ctx.case.framework if e.kind in ("nccl_error", "nccl_result")]
+    if not errors:
+        return
+    last: list[FrameworkEvent] = [e for e in ctx.case.framework if e.kind == "last_error" and e.text]
+    results = sorted({m.label for m in (nccl_result(e.text) for e in errors) if m})
+    names = sorted({e.text for e in errors if e.kind == "nccl_result"})
+    ranks = sorted({e.rank for e in errors if e.rank is not None})
+    versions = sorted({e.nccl_version for e in errors if e.nccl_version})
+    first = next((e for e in errors if e.kind == "nccl_error"), errors[0])
+    text = first.text if len(first.text) <= 160 else first.text[:157] + "..."
+    message = f"The framework raised NCCL errors ({lines_text(len(errors))}"
+    message += f", ranks {', '.join(map(str, ranks))})" if ranks else ")"
+    message += f": `{text}`"
+    if results:
+        message += f" = {', '.join(results)}"
+    elif names:
+        message += f" ({', '.join(names)})"
+    if versions:
+        message += f", NCCL {', '.join(versions)}"
+    if last:
+        quoted = last[0].text if len(last[0].text) <= 160 else last[0].text[:157] + "..."
+        message += f"; NCCL's last error: `{quoted}`"
+    warned = {(w.evidence.source, w.evidence.line) for w in ctx.case.warnings if w.level in ("WARN", "ABORT")}
+    nccl_warns = {k: c for k, c in covered.items() if c and k in warned}  # INFO lines (NET/IB: no device) are no WARN
+    if nccl_warns:
+        message += f"; see the findings of {', '.join(sorted(set(nccl_warns.values())))} for NCCL's own lines"
+    yield make_finding(
+        "RUN005",
+        "warning",
+        message,
+        evidence=shown([e.evidence for e in errors] + [e.evidence for e in last]),
+        evidence_count=len(errors) + len(last),
+        ranks=ranks,
+    )

@@ -1,0 +1,1 @@
+"""Fleet mode: many hosts' results judged together, and the fleet page."""

@@ -1,0 +1,417 @@
+"""Parsing one input: every line goes to the NCCL log parser; what is not NCCL's goes, in order,
+to the topology matrix, nccl-tests and framework (PyTorch ...) readers, so a mixed paste is split
+into its stretches. Command lines that set NCCL variables are read whichever reader takes them.
+
+`parse_input` is a plain function of one input so that several inputs can be parsed in
+parallel processes; its result is picklable.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ncclscope.inputs import interrupts
+from ncclscope.inputs.opening import InputFile, ReadStats, iter_blocks, open_binary, read_head
+from ncclscope.model import (
+    BenchmarkRun,
+    EnvSetting,
+    FlightRecorderDump,
+    FrameworkEvent,
+    IbDevice,
+    NcclGraphDump,
+    NcclTopologyDump,
+    NvlinkGpu,
+    P2pMatrix,
+    RasReport,
+    SmiGpu,
+    Source,
+    TopologyMatrix,
+    UnrecognizedLine,
+)
+from ncclscope.parse import flight_recorder, nccl_xml, ras, sniff
+from ncclscope.parse.framework_log import FrameworkReader
+from ncclscope.parse.ibstat import IbstatReader
+from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
+from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, Event, LogResult, NcclLogParser
+from ncclscope.parse.nccl_tests import NcclTestsReader, parse_nccl_tests_json
+from ncclscope.parse.normalize import clean, strip_launcher_prefix
+from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
+from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
+from ncclscope.parse.p2p_matrix import P2pMatrixReader
+from ncclscope.parse.split import LogJoin, RangePart
+from ncclscope.parse.topo_matrix import TopologyReader
+
+JSON_MAX_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class ParsedInput:
+    """Everything read from one input, before the inputs are assembled into a Case."""
+
+    source: Source
+    log: LogResult = field(default_factory=LogResult)
+    topologies: list[TopologyMatrix] = field(default_factory=list)
+    benchmarks: list[BenchmarkRun] = field(default_factory=list)
+    framework: list[FrameworkEvent] = field(default_factory=list)
+    settings: list[EnvSetting] = field(default_factory=list)  # set by command lines in the input
+    not_kept: dict[str, int] = field(default_factory=dict)  # facts read beyond the per-input limits, by kind
+    flight_records: list[FlightRecorderDump] = field(default_factory=list)
+    ras_reports: list[RasReport] = field(default_factory=list)
+    topology_dumps: list[NcclTopologyDump] = field(default_factory=list)
+    graph_dumps: list[NcclGraphDump] = field(default_factory=list)
+    ib_devices: list[IbDevice] = field(default_factory=list)
+    smi_gpus: list[SmiGpu] = field(default_factory=list)
+    nvlink_gpus: list[NvlinkGpu] = field(default_factory=list)
+    p2p_matrices: list[P2pMatrix] = field(default_factory=list)
+
+
+# A line that only says lines were left out where it stands
+ELISIONS = frozenset({"...", "....", "…", "[...]", "[…]", "<snip>", "[snip]", "(...)", "[... truncated ...]"})
+# Records that NCCL prints in runs (one per channel, device, node, HCA ...): a paste that stops on one
+# of them stopped in the middle of the run, so what would have followed is missing, not absent.
+LISTINGS = {
+    "connection": "connection lines",
+    "collnet_connection": "connection lines",
+    "ring_order": "ring orders",
+    "trees": "tree lines",
+    "graph_ring": "graph rings",
+    "graph_tree": "graph trees",
+    "graph_channel": "graph channels",
+    "nvls_trees": "NVLS trees",
+    "system_header": "the topology dump",
+    "topo_node": "the topology dump",
+    "topo_link": "the topology dump",
+    "topo_paths": "the topology dump",
+    "tuning_header_old": "the tuning table",
+    "tuning_algorithm": "the tuning table",
+    "tuning_protocol": "the tuning table",
+    "tuning_nthreads": "the tuning table",
+    "tuning_row": "the tuning table",
+    "gdr": "GPUDirect RDMA lines",
+    "ib_device_detail": "NET/IB device lines",
+    "error_trace": "an error chain",
+    "rccl_coll_trace": "kernel trace lines",
+}
+
+
+class _OtherLines:
+    """Routes lines that are not NCCL records to the matrix, nccl-tests and framework readers."""
+
+    def __init__(self, display: str) -> None:
+        self.topology = TopologyReader(display)
+        self.tests = NcclTestsReader(display)
+        self.framework = FrameworkReader(display)
+        self.ras = ras.RasReader(display)
+        self.ibstat = IbstatReader(display)
+        self.ibv_devinfo = IbvDevinfoReader(display)
+        self.smi_query = NvidiaSmiQueryReader(display)
+        self.smi_nvlink = NvidiaSmiNvlinkReader(display)
+        self.p2p = P2pMatrixReader(display)
+        self._host_readers = (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.ras)
+        self.topology_lines = 0
+        self.tests_lines = 0
+        self.invalid_utf8 = 0
+        self.display = display
+        self.elisions: list[tuple[int, str]] = []
+        self.tests_runs: list[BenchmarkRun] = []  # the tables read, once finished
+
+    def __call__(self, line_no: int, text: str) -> None:
+        if not text:
+            self.topology.feed(line_no, "")
+            self.tests.feed(line_no, "")
+            return
+        if "\ufffd" in text:
+            self.invalid_utf8 += 1
+        body = clean(text).text
+        _, body = strip_launcher_prefix(body)
+        if body.strip() in ELISIONS:
+            self.elisions.append((line_no, body.strip()))
+            return
+        self.framework.command_line(line_no, body)
+        if self.topology.feed(line_no, body):
+            self.topology_lines += 1
+        elif self.tests.feed(line_no, body):
+            self.tests_lines += 1
+        elif not self._host_report(line_no, body):
+            self.framework.feed(line_no, body)
+
+    def _host_report(self, line_no: int, body: str) -> bool:
+        """A line of a tool's report about the host (its ports, its GPUs) or of ncclras."""
+        return any(reader.feed(line_no, body) for reader in self._host_readers)
+
+
+def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) -> ParsedInput:
+    """Parse one input completely. Never raises for bad content; problems go to Source.problems.
+    `progress` is called with the size of each block of text read (the TUI's progress bar)."""
+    source = Source(path=item.display)
+    head = read_head(item)
+    form = sniff.flight_recorder_dump(head)
+    if form is not None:
+        return _parse_flight_record(item, source, form)
+    if b"\x00" not in head:  # text documents; with NUL bytes the line reader refuses the input as binary
+        parsed = _parse_text_document(item, source, head)
+        if parsed is not None:
+            return parsed
+    stats = ReadStats()
+    others = _OtherLines(item.display)
+    log = NcclLogParser(others)
+    for block, first_line in iter_blocks(item, stats, progress):
+        log.feed_block(block, first_line)
+    return _finish(source, stats, log.result, others)
+
+
+def _parse_text_document(item: InputFile, source: Source, head: bytes) -> ParsedInput | None:
+    """A whole-document text input (ncclras JSON, NCCL's XML, nccl-tests JSON), or None for a line input."""
+    if sniff.ras_json(head):
+        return _parse_ras_json(item, source)
+    xml_form = sniff.nccl_xml(head)
+    if xml_form is not None:
+        return _parse_nccl_xml(item, source, xml_form)
+    if item.path.endswith(".json") and not item.is_stream:
+        return _parse_json(item, source, head)
+    return None
+
+
+class JoinedRanges:
+    """The parsed ranges of one file joined in order as they come (see split.py). A range's records
+    are handed back as it is joined, for the assembly to walk them while later ranges are still
+    parsed; its other lines go to the other readers at once. A range with more other lines than it
+    could keep (`too_much_other`) means the file is to be read whole instead (parse_input)."""
+
+    def __init__(self, item: InputFile) -> None:
+        self.item = item
+        self._log = LogJoin()
+        self._others = _OtherLines(item.display)
+
+    def add(self, part: RangePart) -> list[Event]:
+        """Joins `part`; returns its records, line numbers the file's (none after the reading ended)."""
+        offset = self._log.add(part)
+        events = part.log.events if offset is not None else []
+        part.log.events = []
+        if offset is not None:
+            for line_no, text in part.other:
+                self._others(line_no + offset, text)
+        part.other.clear()
+        return events
+
+    def stopped_by(self, signum: int | None) -> None:
+        """Reading stopped (Ctrl-C, SIGTERM) after the ranges joined so far."""
+        self._log.stats.stopped_by = signum
+
+    def finish(self) -> ParsedInput:
+        log, stats = self._log.result()
+        return _finish(Source(path=self.item.display), stats, log, self._others)
+
+
+def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLines) -> ParsedInput:
+    parsed = ParsedInput(source, log)
+    parsed.topologies = others.topology.finish()
+    parsed.benchmarks = others.tests.finish()
+    others.tests_runs = parsed.benchmarks
+    others.framework.finish()
+    parsed.framework = others.framework.events
+    parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version or r.groups or r.job]
+    parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
+    parsed.smi_gpus = others.smi_query.gpus
+    parsed.nvlink_gpus = others.smi_nvlink.gpus
+    parsed.p2p_matrices = others.p2p.matrices
+    parsed.not_kept = dict(others.framework.not_kept)
+    parsed.settings = [
+        EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
+        for name, value, evidence in others.framework.settings
+    ]
+    _fill_source(source, stats, parsed, others)
+    return parsed
+
+
+def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: _OtherLines) -> None:
+    res = parsed.log
+    source.lines = stats.lines
+    source.bytes = stats.bytes
+    source.nccl_lines = res.nccl_lines
+    source.recognized = res.recognized
+    source.unrecognized_count = res.unrecognized_count
+    source.cut_records = res.cut_records
+    earliest = sorted(res.unrecognized, key=lambda u: u.line)[:UNRECOGNIZED_KEEP]
+    source.unrecognized = [UnrecognizedLine(line=u.line, text=u.text, reason=u.reason) for u in earliest]
+    source.families = dict(sorted(res.families.items()))
+    source.topology_lines = others.topology_lines
+    source.nccl_tests_lines = others.tests_lines
+    source.framework_lines = others.framework.lines
+    source.framework_unrecognized = len(others.framework.not_understood)
+    room = max(0, 50 - len(source.unrecognized))
+    source.unrecognized.extend(
+        UnrecognizedLine(line=n, text=t[:300], reason="a framework line about NCCL that was not understood")
+        for n, t in others.framework.not_understood[:room]
+    )
+    source.invalid_utf8_lines = others.invalid_utf8
+    if stats.stopped_by is not None:  # not `truncated`: a hung job's log really ends where it stopped
+        source.stopped = interrupts.signal_name(stats.stopped_by)
+    source.problems.extend(stats.problems)
+    source.problems.extend(others.smi_nvlink.problems)
+    _truncation(source, res, others, stats)
+    for line_no, size in stats.overlong_lines:
+        source.problems.append(
+            f"line {line_no} is {size} bytes long; only its first 64 KiB were read, and it was not parsed"
+        )
+    if res.nccl_lines:
+        source.kinds.append("nccl_log")
+    if parsed.topologies:
+        source.kinds.append("topology")
+    if parsed.benchmarks:
+        source.kinds.append("nccl_tests")
+    if parsed.framework:
+        source.kinds.append("framework_log")
+    if parsed.ras_reports:
+        source.kinds.append("ras_status")
+    if others.ibstat.devices:
+        source.kinds.append("ibstat")
+    if others.ibv_devinfo.devices:
+        source.kinds.append("ibv_devinfo")
+    if others.smi_query.gpus:
+        source.kinds.append("nvidia_smi_query")
+    if others.smi_nvlink.gpus:
+        source.kinds.append("nvidia_smi_nvlink")
+    if others.p2p.matrices:
+        source.kinds.append("p2p_matrix")
+    if stats.binary or stats.damaged or (stats.problems and not stats.lines):
+        source.usable = False
+    elif stats.bytes == 0:
+        source.usable = False
+        source.problems.append(f"nothing arrived before {source.stopped}" if source.stopped else "empty input")
+
+
+def _truncation(source: Source, res: LogResult, others: _OtherLines, stats: ReadStats) -> None:
+    """Say when the input visibly stops early (so that a rank 'stuck' in init may just be cut off)."""
+    if res.last is not None:
+        line_no, kind = res.last
+        if kind is None or (kind == "?" and stats.unterminated):
+            source.truncated.append(f"it ends in a cut NCCL record (line {line_no})")
+        elif kind in LISTINGS:
+            source.truncated.append(f"it stops inside {LISTINGS[kind]} (line {line_no})")
+        source.ends_cut = bool(source.truncated)
+    if res.first_damaged is not None and not source.ends_cut:
+        source.truncated.append(f"a record of it is cut or damaged (line {res.first_damaged})")
+    if res.last is not None and res.last[1] == "":  # the input ends in a line that is no NCCL record
+        for run in others.tests_runs:
+            rows = run.rows
+            # only where the header says how far the table goes: rows pasted alone may be a chosen excerpt
+            if rows and rows[-1].line == res.last[0] and run.avg_busbw is None and not run.failures:
+                if run.max_bytes is not None and rows[-1].size < run.max_bytes:
+                    source.truncated.append(f"it stops inside an nccl-tests table (line {rows[-1].line})")
+                    source.ends_cut = True
+    if others.framework.cut_at_end is not None:
+        source.truncated.append(f"it ends in a cut framework record (line {others.framework.cut_at_end})")
+        source.ends_cut = True
+    if inside := [n for n in others.framework.cut if n != others.framework.cut_at_end]:
+        more = f" and {len(inside) - 1} more" if len(inside) > 1 else ""
+        source.truncated.append(
+            f"a framework record of it is cut short (line {inside[0]}{more}); the fields it holds whole are read"
+        )
+    if others.elisions:
+        line_no, mark = others.elisions[0]
+        more = f" and {len(others.elisions) - 1} more" if len(others.elisions) > 1 else ""
+        source.truncated.append(f"lines were left out where it says `{mark}` (line {line_no}{more})")
+
+
+def _read_whole(item: InputFile, source: Source, limit: int) -> bytes | None:
+    """A document read whole (JSON, a pickle), or None with the reason in `source`."""
+    try:
+        with open_binary(item) as handle:
+            data = handle.read(limit + 1)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        source.problems.append(f"cannot read: {getattr(exc, 'strerror', None) or exc}")
+        source.usable = False
+        return None
+    if len(data) > limit:
+        source.problems.append(f"larger than {limit // 2**20} MiB: not read")
+        source.usable = False
+        return None
+    source.bytes = len(data)
+    return data
+
+
+def _unusable(source: Source, problem: str) -> ParsedInput:
+    """An input read whole that cannot be used: the reason, and nothing from it."""
+    source.problems.append(problem)
+    source.usable = False
+    return ParsedInput(source)
+
+
+def _parse_flight_record(item: InputFile, source: Source, form: str) -> ParsedInput:
+    """A PyTorch Flight Recorder dump (parse/flight_recorder.py); a refused or damaged one is unusable."""
+    data = _read_whole(item, source, flight_recorder.MAX_BYTES)
+    if data is None:
+        return ParsedInput(source)
+    try:
+        dump = flight_recorder.read_dump(data, form, item.display)
+    except flight_recorder.RefusedPickle as exc:
+        return _unusable(source, f"pickle refused: {exc}; nothing in it was run (a dump holds only plain data)")
+    except ValueError as exc:
+        return _unusable(source, f"{'pickle' if form == 'pickle' else 'JSON'} not read: {exc}")
+    source.kinds.append("flight_recorder")
+    source.problems.extend(dump.problems)
+    return ParsedInput(source, flight_records=[dump])
+
+
+def _parse_nccl_xml(item: InputFile, source: Source, form: sniff.XmlForm) -> ParsedInput:
+    """NCCL's topology or graph XML (parse/nccl_xml.py); a hostile one is refused whole."""
+    data = _read_whole(item, source, nccl_xml.MAX_BYTES)
+    if data is None:
+        return ParsedInput(source)
+    source.lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+    try:
+        dump, problems = nccl_xml.read_xml(data, item.display)
+    except nccl_xml.XmlRefused as exc:
+        return _unusable(source, f"XML refused: {exc}")
+    except ValueError as exc:
+        return _unusable(source, f"{form} XML not read: {exc}")
+    source.problems.extend(problems)
+    if isinstance(dump, NcclTopologyDump):
+        source.kinds.append("topology_xml")
+        return ParsedInput(source, topology_dumps=[dump])
+    if isinstance(dump, NcclGraphDump):
+        source.kinds.append("graph_xml")
+        return ParsedInput(source, graph_dumps=[dump])
+    return ParsedInput(source)
+
+
+def _parse_ras_json(item: InputFile, source: Source) -> ParsedInput:
+    """`ncclras -f json` output (parse/ras.py)."""
+    data = _read_whole(item, source, JSON_MAX_BYTES)
+    if data is None:
+        return ParsedInput(source)
+    source.lines = data.count(b"\n") + 1
+    try:
+        report = ras.read_json(data, item.display)
+    except ValueError as exc:
+        return _unusable(source, f"RAS JSON not read: {exc}")
+    source.kinds.append("ras_status")
+    return ParsedInput(source, ras_reports=[report])
+
+
+def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInput | None:
+    """nccl-tests -J output; None when the file is not that (then it is read as text)."""
+    head = head_bytes.decode("utf-8", "replace")
+    if not sniff.nccl_tests_json(head):
+        return None
+    data = _read_whole(item, source, JSON_MAX_BYTES)
+    if data is None:
+        return ParsedInput(source)
+    text = data.decode("utf-8", "replace")
+    source.lines = text.count("\n") + 1
+    source.bytes = len(data)
+    run = parse_nccl_tests_json(text, item.display)
+    if run is None:
+        try:
+            json.loads(text)
+            problem = "JSON is not nccl-tests -J output"
+        except ValueError as exc:
+            problem = f"invalid JSON: {exc}"
+        return _unusable(source, problem)
+    source.kinds.append("nccl_tests_json")
+    return ParsedInput(source, benchmarks=[run])
