@@ -14,7 +14,7 @@ from typing import Any
 
 from ncclscope import __version__
 from ncclscope.case import facts
-from ncclscope.case.facts import as_int, listed, message_text
+from ncclscope.case.facts import as_int, evidence_of, listed, message_text
 from ncclscope.case.hang_progress import collective_progress
 from ncclscope.common.versions import version_from_code
 from ncclscope.model import (
@@ -297,10 +297,6 @@ def _process(b: _Builder, path: str, host: str | None, pid: int | None) -> _Proc
     return state
 
 
-def _evidence(path: str, event: Event) -> Evidence:
-    return Evidence(source=path, line=event.line, text=event.text)
-
-
 def _add_event(b: _Builder, state: _ProcessState, event: Event, path: str) -> None:
     family = event.family
     proc = state.process
@@ -345,7 +341,7 @@ def _message(event: Event, f: dict[str, Any], path: str) -> NcclMessage:
         timestamp=event.timestamp,
         message=message_text(event),
         fields=flat,
-        evidence=_evidence(path, event),
+        evidence=evidence_of(event, path),
     )
 
 
@@ -386,7 +382,7 @@ def _on_version(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     b.versions.add(version)
     if e.host is not None or e.pid is not None:
         s.process.nccl_version = version
-        s.process.evidence["nccl_version"] = _evidence(path, e)
+        s.process.evidence["nccl_version"] = evidence_of(e, path)
     else:  # the bare banner (<= 2.21, or NCCL_DEBUG=VERSION): printed by the process that has rank 0
         b.bare_versions[path] = version
 
@@ -394,7 +390,7 @@ def _on_version(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
 def _on_driver(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     f = e.fields
     s.process.cuda_driver_version = as_int(f.get("driver_version"))
-    s.process.evidence["cuda_driver_version"] = _evidence(path, e)
+    s.process.evidence["cuda_driver_version"] = evidence_of(e, path)
 
 
 def _on_bootstrap(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
@@ -403,7 +399,7 @@ def _on_bootstrap(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     name = first[0].get("interface") if first else f.get("interface")
     if name:
         s.process.bootstrap_interface = str(name)
-        s.process.evidence["bootstrap_interface"] = _evidence(path, e)
+        s.process.evidence["bootstrap_interface"] = evidence_of(e, path)
 
 
 def _on_plugin(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
@@ -442,7 +438,7 @@ def _on_network(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         _damaged(b, path, f"a record of it is cut or damaged ({why})")
         return
     s.process.network = name
-    s.process.evidence["network"] = _evidence(path, e)
+    s.process.evidence["network"] = evidence_of(e, path)
 
 
 def _device_key(e: Event, path: str, transport: str, index: int | None) -> tuple[str, str, str, int]:
@@ -459,7 +455,7 @@ def _device(b: _Builder, e: Event, path: str, transport: str, index: int | None,
             transport=transport,
             index=index if index is not None else -1,
             name=name,
-            evidence=_evidence(path, e),
+            evidence=evidence_of(e, path),
             **extra,
         )
 
@@ -552,7 +548,7 @@ def _on_ofi(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         # aws-ofi-nccl logs its set-up only from a process that loaded it: that process's network is OFI,
         # whether or not its "Using network" line was kept
         s.process.network = s.process.network or "OFI"
-        s.process.evidence.setdefault("network", _evidence(path, e))
+        s.process.evidence.setdefault("network", evidence_of(e, path))
     if len(b.case.messages) < MESSAGES_LIMIT:
         _add_message(b, e, f, path, warning=False)
 
@@ -566,7 +562,7 @@ def _on_env(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     key = (name, value)
     entry = b.env.get(key)
     if entry is None:
-        entry = (EnvSetting(name=name, value=value, evidence=_evidence(path, e)), set())
+        entry = (EnvSetting(name=name, value=value, evidence=evidence_of(e, path)), set())
         b.env[key] = entry
     setting, seen = entry
     seen.add((e.host or "", e.pid))
@@ -620,7 +616,7 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     key = comm_id or (split[0] if split else f"{e.host or ''}:{e.pid}:{pointer}")
     comm = b.comms.get(key)
     if comm is None:
-        comm = Communicator(id=key, comm_id=comm_id, evidence=_evidence(path, e))
+        comm = Communicator(id=key, comm_id=comm_id, evidence=evidence_of(e, path))
         if split:
             comm.parent, comm.color = split[1], split[2]
         b.comms[key] = comm
@@ -641,7 +637,7 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
             cuda_dev=as_int(f.get("cuda_dev")),
             nvml_dev=as_int(f.get("nvml_dev")),
             bus_id=str(f["bus_id"]) if "bus_id" in f else None,
-            evidence=_evidence(path, e),
+            evidence=evidence_of(e, path),
         )
         comm.ranks.append(member)
         b.members[member_key] = member
@@ -649,7 +645,7 @@ def _on_init(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
         member.init_start = True
     else:
         member.init_complete = True
-        member.evidence = _evidence(path, e)
+        member.evidence = evidence_of(e, path)
     if rank is not None and rank not in s.process.ranks:
         s.process.ranks.append(rank)
 
@@ -717,7 +713,7 @@ def _on_pattern(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
             type_intra=str(f.get("type_intra", "")) or None,
             type_inter=str(f.get("type_inter", "")) or None,
             same_channels=as_int(f.get("same_channels")) or 0,
-            evidence=_evidence(path, e),
+            evidence=evidence_of(e, path),
         )
     )
 
@@ -733,7 +729,7 @@ def _on_system_header(b: _Builder, s: _ProcessState, e: Event, path: str) -> Non
         pid=e.pid,
         max_bw=values.get("maxBw", values.get("maxWidth")),
         total_bw=values.get("totalBw", values.get("totalWidth")),
-        evidence=_evidence(path, e),
+        evidence=evidence_of(e, path),
     )
     b.case.system_topologies.append(s.topology)
 
@@ -759,7 +755,7 @@ def _on_tuning_choice(b: _Builder, s: _ProcessState, e: Event, path: str) -> Non
         size=size,
         algorithm=str(f.get("algo", "")),
         protocol=str(f.get("proto", "")),
-        evidence=_evidence(path, e),
+        evidence=evidence_of(e, path),
     )
     for known in b.case.tuning:
         if (known.collective, known.size, known.algorithm, known.protocol) == (
@@ -801,7 +797,7 @@ def _on_error_trace(b: _Builder, s: _ProcessState, e: Event, path: str) -> None:
     chain.thread = chain.thread or thread
     chain.errno_text = chain.errno_text or errno_text
     if len(chain.evidence) < 20:
-        chain.evidence.append(_evidence(path, e))
+        chain.evidence.append(evidence_of(e, path))
     s.trace_line = e.line
 
 
@@ -928,7 +924,7 @@ def _add_coll_calls(b: _Builder) -> None:
                     calls=count,
                     last_op_count=op,
                     last_call=f"{f('func_name')} of {f('count')} {DATATYPES.get(dtype, f'datatype {dtype}')}",
-                    evidence=_evidence(path, event),
+                    evidence=evidence_of(event, path),
                 )
             )
     b.case.coll_calls.sort(key=lambda c: (c.comm, c.rank if c.rank is not None else -1, c.host or "", c.pid or 0))

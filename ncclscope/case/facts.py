@@ -91,7 +91,8 @@ def _origin(e: Event) -> dict[str, Any]:
     return {"host": e.host, "pid": e.pid, "tid": e.tid, "cuda_dev": e.cuda_dev}
 
 
-def _evidence(e: Event, path: str) -> Evidence:
+def evidence_of(e: Event, path: str) -> Evidence:
+    """The line an event was read from, as evidence."""
     return Evidence(source=path, line=e.line, text=e.text)
 
 
@@ -112,7 +113,7 @@ def _interfaces(e: Event, path: str) -> Iterator[Fact]:
                         name=str(name),
                         address=address,
                         index=index,
-                        evidence=_evidence(e, path),
+                        evidence=evidence_of(e, path),
                         **_origin(e),
                     ),
                 )
@@ -125,7 +126,7 @@ def _interfaces(e: Event, path: str) -> Iterator[Fact]:
                     role="oob",
                     name=str(oob["interface"]),
                     address=without_port(oob.get("address")),
-                    evidence=_evidence(e, path),
+                    evidence=evidence_of(e, path),
                     **_origin(e),
                 ),
             )
@@ -138,7 +139,7 @@ def _interfaces(e: Event, path: str) -> Iterator[Fact]:
                     name=str(entry.get("interface")),
                     address=without_port(entry.get("address")),
                     index=as_int(entry.get("index")),
-                    evidence=_evidence(e, path),
+                    evidence=evidence_of(e, path),
                     **_origin(e),
                 ),
             )
@@ -149,7 +150,10 @@ def _gdr(e: Event, path: str) -> Iterator[Fact]:
     if e.family == "connected":
         flag = as_int(f.get("gdr_flag"))
         if flag in (0, 1):
-            yield "gdr", lambda: GdrReport(scope="rings", enabled=flag == 1, evidence=_evidence(e, path), **_origin(e))
+            yield (
+                "gdr",
+                lambda: GdrReport(scope="rings", enabled=flag == 1, evidence=evidence_of(e, path), **_origin(e)),
+            )
         return
     gdr = f.get("gdr", f)
     if not isinstance(gdr, dict) or "gdr_state" not in gdr:
@@ -173,7 +177,7 @@ def _gdr(e: Event, path: str) -> Iterator[Fact]:
                 hca_name=name,
                 gpu=hca.get("gpu"),
                 reason=str(hca["gdr_reason"]).strip("()") if hca.get("gdr_reason") else None,
-                evidence=_evidence(e, path),
+                evidence=evidence_of(e, path),
                 **_origin(e),
             ),
         )
@@ -190,7 +194,7 @@ def _gdr(e: Event, path: str) -> Iterator[Fact]:
                 gpu=pair.get("gpu") or pair.get("gpu_node"),
                 distance=as_int(pair.get("distance")),
                 limit=as_int(pair.get("limit")),
-                evidence=_evidence(e, path),
+                evidence=evidence_of(e, path),
                 **_origin(e),
             ),
         )
@@ -213,7 +217,7 @@ def _completion(e: Event, path: str) -> Iterator[Fact]:
             req_type=find(error, "req_type"),
             hca=find(error, "hca_name"),
             gin=e.family == "net_ib_gin",
-            evidence=_evidence(e, path),
+            evidence=evidence_of(e, path),
             **_origin(e),
         ),
     )
@@ -234,13 +238,13 @@ def _socket(e: Event, path: str) -> Iterator[Fact]:
         caller = "Bootstrap" if e.family == "bootstrap_no_interface" else "NET/Socket"
         yield (
             "socket_failures",
-            lambda: SocketFailure(problem="no_interface", caller=caller, evidence=_evidence(e, path), **base),
+            lambda: SocketFailure(problem="no_interface", caller=caller, evidence=evidence_of(e, path), **base),
         )
     elif e.family == "bootstrap_failure" or (e.family == "net_socket" and "socket_error" in f):
         caller = "Bootstrap" if e.family == "bootstrap_failure" else "NET/Socket"
         yield (
             "socket_failures",
-            lambda: SocketFailure(problem="other", caller=caller, evidence=_evidence(e, path), **base),
+            lambda: SocketFailure(problem="other", caller=caller, evidence=evidence_of(e, path), **base),
         )
     elif e.family == "socket_failure":
         problem = next((SOCKET_PROBLEMS[k] for k in f if k in SOCKET_PROBLEMS), "other")
@@ -257,7 +261,7 @@ def _socket(e: Event, path: str) -> Iterator[Fact]:
                 peer_address=without_port(peer),
                 errno_text=find(f, "errno_message"),
                 retrying=isinstance(retry, dict) and "retrying" in retry,
-                evidence=_evidence(e, path),
+                evidence=evidence_of(e, path),
                 **base,
             ),
         )
@@ -286,7 +290,7 @@ def _rdma(e: Event, path: str) -> Iterator[Fact]:
             lambda: RdmaProblem(
                 kind=kind,  # type: ignore[arg-type]
                 detail=message_text(e).removeprefix("NET/OFI").strip(),
-                evidence=_evidence(e, path),
+                evidence=evidence_of(e, path),
                 **_origin(e),
             ),
         )
@@ -307,7 +311,7 @@ def _p2p(e: Event, path: str) -> Iterator[Fact]:
                 yield (
                     "p2p",
                     lambda value=value: P2pReport(
-                        kind="intra_node_support", supported=bool(value), evidence=_evidence(e, path), **_origin(e)
+                        kind="intra_node_support", supported=bool(value), evidence=evidence_of(e, path), **_origin(e)
                     ),
                 )
     elif e.family == "p2p_not_enabled":
@@ -315,7 +319,7 @@ def _p2p(e: Event, path: str) -> Iterator[Fact]:
         yield (
             "p2p",
             lambda: P2pReport(
-                kind="not_enabled", supported=False, devices=devices, evidence=_evidence(e, path), **_origin(e)
+                kind="not_enabled", supported=False, devices=devices, evidence=evidence_of(e, path), **_origin(e)
             ),
         )
     elif e.family == "p2p_indirect_note":
@@ -323,7 +327,7 @@ def _p2p(e: Event, path: str) -> Iterator[Fact]:
         yield (
             "p2p",
             lambda: P2pReport(
-                kind="disabled_on_nvlink", supported=False, devices=devices, evidence=_evidence(e, path), **_origin(e)
+                kind="disabled_on_nvlink", supported=False, devices=devices, evidence=evidence_of(e, path), **_origin(e)
             ),
         )
 
@@ -337,7 +341,7 @@ def _cuda(e: Event, path: str) -> Iterator[Fact]:
             code=as_int(f.get("cuda_error")),
             text=str(f.get("quoted", "")).strip().strip("'"),
             location=e.location or f.get("source_location"),
-            evidence=_evidence(e, path),
+            evidence=evidence_of(e, path),
             **_origin(e),
         ),
     )
@@ -346,7 +350,7 @@ def _cuda(e: Event, path: str) -> Iterator[Fact]:
 def _sysfs(e: Event, path: str) -> Iterator[Fact]:
     sysfs = e.fields.get("sysfs_path")
     if sysfs:
-        yield "sysfs_unreadable", lambda: SysfsUnreadable(path=str(sysfs), evidence=_evidence(e, path), **_origin(e))
+        yield "sysfs_unreadable", lambda: SysfsUnreadable(path=str(sysfs), evidence=evidence_of(e, path), **_origin(e))
 
 
 FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {

@@ -13,6 +13,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -79,22 +80,55 @@ def json_chunks(model: BaseModel) -> Iterator[bytes]:
     yield b"\n}\n" if not first else b"{}\n"
 
 
+class Replacement:
+    """A file written under a temporary name beside its target, then renamed over it (`commit`) or removed
+    (`discard`): a reader never sees half of it. `mode`: the new file's permission bits (else mkstemp's)."""
+
+    def __init__(self, path: Path, mode: int | None = None) -> None:
+        self.target = rename_target(path)
+        directory = self.target.parent if str(self.target.parent) else Path(".")
+        fd, self.temporary = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=directory)
+        self.handle: IO[bytes] = os.fdopen(fd, "wb")
+        self.mode = mode
+
+    def commit(self) -> None:
+        self.handle.close()
+        if self.mode is not None:
+            os.chmod(self.temporary, self.mode)
+        os.replace(self.temporary, self.target)
+
+    def discard(self) -> None:
+        self.handle.close()
+        Path(self.temporary).unlink(missing_ok=True)
+
+
+@contextmanager
+def replacing(path: Path, mode: int | None = None) -> Iterator[IO[bytes]]:
+    """A handle whose bytes replace `path` whole when the block ends, and are dropped if it raises."""
+    replacement = Replacement(path, mode)
+    try:
+        yield replacement.handle
+        replacement.commit()
+    except BaseException:
+        replacement.discard()
+        raise
+
+
+def permissions(bits: int = 0o666) -> int:
+    """`bits` less the process's umask: what `open` would give a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return bits & ~mask
+
+
 def write_file(path: Path, data: bytes | Iterable[bytes]) -> None:
     """`data` (bytes, or chunks of them) into `path`: into a device or pipe in place, else a temporary
     file beside it, renamed."""
     if written_in_place(path):
         write_in_place(path, data)
         return
-    path = rename_target(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            _write_all(handle, data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replacing(path) as handle:
+        _write_all(handle, data)
 
 
 def write_output(text: str | bytes | Iterable[bytes], output: Path | None) -> None:

@@ -16,8 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ncclscope import __version__
+from ncclscope.common import markdown
 from ncclscope.fleet.judge import FleetReport
-from ncclscope.render.findings import md_cell
 
 NUMERIC = ("busbw", "expected", "median", "z", "change")
 STATUS_STYLE = {"failed": "bold red", "slow": "red", "missing": "yellow", "unmeasured": "dim", "ok": "green"}
@@ -151,15 +151,15 @@ def to_markdown(report: FleetReport) -> str:
 
 
 def _md(df: pd.DataFrame) -> str:
-    head = "| " + " | ".join(df.columns) + " |\n| " + " | ".join("---" for _ in df.columns) + " |"
-    rows = ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join([head, *rows])
+    return "\n".join(
+        markdown.table(list(df.columns), ([_md_cell(v) for v in row] for row in df.itertuples(index=False)))
+    )
 
 
 def _md_cell(value: object) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return ""
-    return md_cell(f"{value:.2f}" if isinstance(value, float) else str(value))
+    return markdown.cell(f"{value:.2f}" if isinstance(value, float) else str(value), empty="")
 
 
 def to_csv(report: FleetReport) -> str:

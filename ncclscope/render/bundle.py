@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ncclscope import __version__
 from ncclscope.case.read import ReadOutcome, read_files
-from ncclscope.common.output_files import json_chunks, rename_target, write_in_place, written_in_place
+from ncclscope.common.output_files import json_chunks, permissions, replacing, write_in_place, written_in_place
 from ncclscope.diagnose.engine import analyze
 from ncclscope.inputs.opening import BUNDLE_INPUTS, BUNDLE_MANIFEST, InputFile, expand_inputs
 from ncclscope.inputs.redact import Redactor, read_input_bytes, redact_inputs
@@ -173,23 +173,11 @@ def _write_archive(out: Path, contents: dict[str, Path], manifest: dict[str, obj
         except OSError as exc:
             raise BundleError(f"{out}: cannot write the bundle: {exc.strerror or exc}") from exc
         return
-    out = rename_target(out)
-    directory = out.parent if str(out.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise BundleError(f"{out}: cannot write the bundle: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        with replacing(out, permissions(0o644)) as handle, tarfile.open(fileobj=handle, mode="w:gz") as tar:
             _fill_archive(tar, contents, manifest)
-        os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, out)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise BundleError(f"{out}: cannot write the bundle: {exc.strerror or exc}") from exc
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _fill_archive(tar: tarfile.TarFile, contents: dict[str, Path], manifest: dict[str, object]) -> None:
@@ -206,12 +194,6 @@ def _add(tar: tarfile.TarFile, name: str, handle: io.BufferedIOBase | io.BytesIO
     info.mode = 0o644
     info.mtime = int(datetime.datetime.now().timestamp())
     tar.addfile(info, handle)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, object]:

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ncclscope import __version__
+from ncclscope.common.markdown import cell, table
 from ncclscope.model import Analysis, Evidence, Finding
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -84,9 +85,8 @@ def to_markdown(analysis: Analysis) -> str:
     if analysis.platform.key or analysis.platform.gpu_model:
         lines += [f"Platform: {describe_platform(analysis)}", ""]
     if analysis.findings:
-        lines += ["| severity | code | finding |", "|---|---|---|"]
-        for f in analysis.findings:
-            lines.append(f"| {f.severity} | {f.code} {f.name} | {md_cell(f.message)} |")
+        rows = ([f.severity, f"{f.code} {f.name}", cell(f.message)] for f in analysis.findings)
+        lines += table(["severity", "code", "finding"], rows)
         lines.append("")
     for f in analysis.findings:
         lines += [f"### {f.severity}: {f.code} {f.name}", "", f.message, ""]
@@ -104,11 +104,6 @@ def to_markdown(analysis: Analysis) -> str:
     if analysis.bandwidth:
         lines += ["### Bandwidth", ""] + [f"- {j.verdict}" for j in analysis.bandwidth] + [""]
     return "\n".join(lines)
-
-
-def md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def to_sarif(analysis: Analysis) -> str:

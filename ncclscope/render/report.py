@@ -9,13 +9,14 @@ is one line naming the path.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from ncclscope import __version__
 from ncclscope.case.topology import nearest_nics, nic_label
-from ncclscope.common.output_files import rename_target, write_in_place, written_in_place
+from ncclscope.common import markdown
+from ncclscope.common.markdown import cell as _cell
+from ncclscope.common.output_files import Replacement, permissions, write_in_place, written_in_place
 from ncclscope.common.words import human_size
 from ncclscope.model import Analysis
 from ncclscope.render.findings import describe_platform, headline
@@ -76,25 +77,20 @@ def write_markdown_report(analysis: Analysis, path: str | os.PathLike[str], diff
 
 def _write_all(files: list[tuple[Path, bytes]]) -> None:
     """Write every file to a temporary name beside it, then rename them all (the main file last)."""
-    temps: list[tuple[str, Path]] = []
+    pending: list[Replacement] = []
     try:
         for target, data in files:
             if written_in_place(target):  # /dev/null, a pipe: never renamed over (output_files.py)
                 write_in_place(target, data)
                 continue
-            target = rename_target(target)
-            directory = target.parent if str(target.parent) else Path(".")
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-            temps.append((tmp, target))
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.chmod(tmp, 0o666 & ~_umask())
-        for tmp, target in temps:
-            os.replace(tmp, target)
+            pending.append(Replacement(target, permissions(0o666)))
+            pending[-1].handle.write(data)
+        for replacement in pending:
+            replacement.commit()
     except OSError as exc:
-        for tmp, _ in temps:
+        for replacement in pending:
             try:
-                os.unlink(tmp)
+                replacement.discard()
             except OSError:
                 pass
         reason = exc.strerror or str(exc)
@@ -102,25 +98,12 @@ def _write_all(files: list[tuple[Path, bytes]]) -> None:
         raise ReportError(f"cannot write {where}: {reason}") from exc
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 # ------------------------------------------------------------------------------------------
 # Markdown (fits a GitHub issue comment: tables, <details>, relative image links)
 
 
-def _cell(value: object) -> str:
-    text = "-" if value is None or value == "" else str(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
-
-
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return out + [""]
+    return [*markdown.table(headers, ([_cell(c) for c in row] for row in rows)), ""]
 
 
 def _fence(text: str) -> list[str]:

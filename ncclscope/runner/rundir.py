@@ -20,10 +20,9 @@ The manifest lists the evidence files (`inputs`) so that reading the directory l
 from __future__ import annotations
 
 import datetime
-import os
-import tempfile
 from pathlib import Path
 
+from ncclscope.common.output_files import replacing
 from ncclscope.inputs.host_reports import HOST_REPORTS
 from ncclscope.inputs.opening import RUN_MANIFEST
 from ncclscope.model import RunRecord
@@ -76,8 +75,5 @@ def _holds_something(path: Path) -> bool:
 def write_manifest(run_dir: Path, record: RunRecord) -> None:
     """Refresh the inputs list and replace manifest.json atomically (a reader never sees half of it)."""
     record.inputs = evidence_inputs(run_dir, record)
-    fd, tmp = tempfile.mkstemp(prefix=".manifest.", dir=run_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(record.model_dump_json(indent=2) + "\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, run_dir / RUN_MANIFEST)
+    with replacing(run_dir / RUN_MANIFEST, 0o644) as handle:
+        handle.write((record.model_dump_json(indent=2) + "\n").encode("utf-8"))
