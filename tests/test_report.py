@@ -211,3 +211,16 @@ def test_seed_report_if_present(tmp_path: Path) -> None:
     write_html_report(analysis_of(seed), out)
     page = out.read_text()
     assert "NV18" in page and 'class="t-nv"' in page and "nccl#1455" in page
+
+
+def test_the_page_templates_escape_every_value_by_default(tmp_path: Path) -> None:
+    """render/templating.py: a value is escaped unless it is Markup, with html.escape's entities (quotes too)."""
+    from markupsafe import Markup
+
+    from ncclscope.render.templating import environment
+
+    template = environment().from_string('<p title="{{ a }}">{{ a }}{{ b }}{{ c }}</p>')
+    assert template.render(a="<script>'x'&\"y\"", b=Markup("<b>kept</b>"), c=None) == (
+        '<p title="&lt;script&gt;&#x27;x&#x27;&amp;&quot;y&quot;">&lt;script&gt;&#x27;x&#x27;&amp;&quot;y&quot;'
+        "<b>kept</b></p>"
+    )

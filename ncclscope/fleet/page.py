@@ -182,26 +182,13 @@ def write_parquet(report: FleetReport, folder: Path) -> list[Path]:
 
 
 def to_html(report: FleetReport) -> str:
-    from ncclscope.render.html import CSS, _table, data_uri, e
+    from markupsafe import Markup
+
+    from ncclscope.render.html import CSS, data_uri
+    from ncclscope.render.templating import render_page
 
     tables = frames(report)
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>ncclscope fleet</title>',
-        f"<style>{CSS}</style></head><body>",
-        "<h1>ncclscope fleet</h1>",
-        f'<p class="meta">ncclscope {e(__version__)}, {report.inputs} inputs</p>',
-        f'<div class="verdict {_verdict(report)}"><p class="big">{e(headline(report))}</p></div>',
-    ]
-    strip = host_strip_png(report)
-    if strip is not None:
-        parts.append(
-            f'<figure><img alt="busbw per host" src="{data_uri(strip)}"><figcaption>busbw per host at the '
-            "largest size, against the fleet median and band and the expected figure</figcaption></figure>"
-        )
-    attention = [h for h in report.hosts if h.status != "ok" or h.regression]
-    parts.append("<h2>Hosts that need attention</h2>")
-    rows = [
+    attention = [
         (
             h.host,
             h.status,
@@ -213,53 +200,33 @@ def to_html(report: FleetReport) -> str:
             f"{h.change:+.1%}" if h.change is not None else "",
             h.detail,
         )
-        for h in attention
+        for h in report.hosts
+        if h.status != "ok" or h.regression
     ]
-    parts.append(
-        _table(["host", "status", "collective", "busbw", "expected", "fleet median", "z", "change", "detail"], rows)
-        if rows
-        else "<p>None: every host is within its bands.</p>"
-    )
+    pairs = None
     if report.pairs:
-        heat = pair_heatmap_png(report)
-        parts.append("<h2>Host pairs</h2>")
-        if heat is not None:
-            parts.append(
-                f'<figure><img alt="pair matrix" src="{data_uri(heat)}"><figcaption>busbw of each host pair'
-                "</figcaption></figure>"
-            )
         bad = tables["pairs"][tables["pairs"].status != "ok"]
-        parts.append(
-            _table(
-                ["pair", "status", "busbw", "fleet median", "blame"],
-                bad[["hosts", "status", "busbw", "fleet_median", "blame"]].itertuples(index=False),
-            )
-        )
-        culprits = [p.host for p in report.pair_hosts if p.culprit]
-        if culprits:
-            parts.append(f"<p>Culprit host(s), every pair slow: <b>{e(', '.join(culprits))}</b></p>")
-    if report.drift:
-        parts.append("<h2>Drift across hosts</h2>")
-        parts.append(
-            _table(
-                ["item", "majority", "value", "hosts"],
-                [(d.item, d.majority, v.value, _hosts(v.hosts, 20)) for d in report.drift for v in d.values],
-            )
-        )
-    if report.unusable:
-        parts.append("<h2>Unusable inputs</h2><ul>" + "".join(f"<li>{e(p)}</li>" for p in report.unusable) + "</ul>")
-    parts.append("<h2>All hosts</h2><details><summary>every host and collective</summary>")
-    parts.append(
-        _table(
-            ["host", "status", "collective", "busbw", "expected", "fleet median"],
-            [
-                (h.host, h.status, h.collective or "", _num(h.busbw), _num(h.expected), _num(h.fleet_median))
-                for h in report.hosts
-            ],
-        )
+        pairs = list(bad[["hosts", "status", "busbw", "fleet_median", "blame"]].itertuples(index=False))
+    return render_page(
+        "fleet.html",
+        css=Markup(CSS),
+        version=__version__,
+        inputs=report.inputs,
+        verdict=_verdict(report),
+        headline=headline(report),
+        strip=host_strip_png(report),
+        attention=attention,
+        pairs=pairs,
+        heat=pair_heatmap_png(report) if report.pairs else None,
+        culprits=[p.host for p in report.pair_hosts if p.culprit],
+        drift=[(d.item, d.majority, v.value, _hosts(v.hosts, 20)) for d in report.drift for v in d.values],
+        unusable=report.unusable,
+        hosts=[
+            (h.host, h.status, h.collective or "", _num(h.busbw), _num(h.expected), _num(h.fleet_median))
+            for h in report.hosts
+        ],
+        data_uri=data_uri,
     )
-    parts.append("</details></body></html>")
-    return "\n".join(parts)
 
 
 def _verdict(report: FleetReport) -> str:
