@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from ncclscope.case.read import read_case
+from ncclscope.diagnose.bandwidth import judge_bandwidth
 from ncclscope.diagnose.engine import analyze
-from ncclscope.diagnose.platforms import DATA_FILE, detect_platform, judge_bandwidth, platform_spec, reference_data
+from ncclscope.diagnose.expectations import DATA_FILE, ExpectedBusbw, platform_spec, reference
+from ncclscope.diagnose.platform import detect_platform
 from ncclscope.model import BandwidthJudgement, Platform
 
 from conftest import REPO
@@ -76,7 +78,7 @@ def test_seed_4xh100_all_reduce_is_healthy_against_ring_and_explains_bidirection
 )
 def test_device_names_map_to_platform_keys(name: str, key: str | None) -> None:
     spec = platform_spec(name)
-    assert (spec["key"] if spec else None) == key
+    assert (spec.key if spec else None) == key
 
 
 def test_nvswitch_h100_host_from_the_matrix() -> None:
@@ -180,15 +182,25 @@ def test_unknown_collective_is_not_judged() -> None:
 
 # ----------------------------------------------------------------------------------- data file
 def test_every_figure_has_a_source() -> None:
-    data = reference_data()
-    assert data["about"]
-    figures = data["entries"] + data["pcie"] + data["network"]["per_nic"] + data["network"]["multi_host"]
-    for entry in figures:
-        for field in ("platform", "gpus", "collective", "algorithm", "busbw_gbs", "conditions", "source"):
-            assert field in entry, (field, entry)
-        assert entry["source"].strip()
-    for entry in data["links"] + data["latency"]:
-        assert entry["source"].strip()
+    data = reference()
+    assert data.about
+    figures = [*data.entries, *data.pcie, *data.network.per_nic, *data.network.multi_host]
+    for entry in [*figures, *data.links, *data.latency]:
+        assert entry.source.strip(), entry
+
+
+def test_the_data_file_is_validated_when_it_loads(tmp_path: Path) -> None:
+    """A typo in a field name or a figure that is not a number is refused, not read as a missing figure."""
+    import pydantic
+
+    raw = json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    raw["entries"][0]["busbw_gb"] = raw["entries"][0].pop("busbw_gbs")
+    with pytest.raises(pydantic.ValidationError, match="busbw_gb"):
+        ExpectedBusbw.model_validate(raw)
+    raw = json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    raw["judging"]["warning_below"] = "eighty percent"
+    with pytest.raises(pydantic.ValidationError, match="warning_below"):
+        ExpectedBusbw.model_validate(raw)
 
 
 @pytest.mark.skipif(not LANDSCAPE.exists(), reason="shared/knowledge is not beside the repository")
@@ -200,9 +212,8 @@ def test_every_cited_issue_appears_in_the_landscape() -> None:
 
 
 def test_derived_figures_say_so() -> None:
-    data = reference_data()
-    xdr = next(e for e in data["network"]["per_nic"] if "XDR" in e["platform"])
-    assert "derived" in xdr["conditions"]
+    xdr = next(e for e in reference().network.per_nic if "XDR" in e.platform)
+    assert "derived" in xdr.conditions
 
 
 def test_data_file_ships_in_the_package() -> None:

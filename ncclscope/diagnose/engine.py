@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ncclscope import __version__
-from ncclscope.diagnose.platforms import detect_platform, judge_bandwidth
+from ncclscope.diagnose.bandwidth import judge_bandwidth
+from ncclscope.diagnose.platform import detect_platform
 from ncclscope.diagnose.rules.catalog import all_rules
 from ncclscope.diagnose.rules.context import Context
 from ncclscope.diagnose.rules.registry import Rule

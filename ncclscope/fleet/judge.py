@@ -108,7 +108,8 @@ def units(paths: Sequence[str]) -> tuple[list[str], list[str]]:
 def summarize(path: str) -> FileSummary:
     """One input read and reduced to its hosts' results, versions and settings."""
     from ncclscope.case.read import read_case
-    from ncclscope.diagnose.platforms import detect_platform, run_expectation
+    from ncclscope.diagnose.bandwidth import run_expectation
+    from ncclscope.diagnose.platform import detect_platform
 
     outcome = read_case([path], jobs=1)
     case = outcome.case
@@ -375,9 +376,9 @@ def judge(
     threshold: float = DEFAULT_THRESHOLD,
 ) -> FleetReport:
     """The fleet's verdict from every input's summary."""
-    from ncclscope.diagnose.platforms import judging
+    from ncclscope.diagnose.expectations import judging
 
-    warning_below = float(judging()["warning_below"])
+    warning_below = float(judging().warning_below)
     report = FleetReport(inputs=len(summaries), threshold=threshold)
     report.unusable = [p for s in summaries if not s.usable for p in (s.problems or [f"{s.path}: unusable"])]
     results = results_frame(summaries)

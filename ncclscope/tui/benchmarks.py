@@ -16,7 +16,7 @@ from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
 from ncclscope.common.words import human_size
-from ncclscope.diagnose.platforms import unjudged_need
+from ncclscope.diagnose.bandwidth import unjudged_need
 from ncclscope.diagnose.rules.bench_common import OLD_ERROR_LAYOUTS
 from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Finding, Measurement
 from ncclscope.render.labels import judgement_for, run_label

@@ -8,7 +8,9 @@ import statistics
 from collections.abc import Iterable
 
 from ncclscope.common.words import exact_size
-from ncclscope.diagnose.platforms import cpu_run, judging, latency_references, run_facts, spec_by_key, unjudged_need
+from ncclscope.diagnose.bandwidth import unjudged_need
+from ncclscope.diagnose.expectations import LatencyReference, judging, latency_references, spec_by_key
+from ncclscope.diagnose.platform import cpu_run
 from ncclscope.diagnose.rules.bench_common import (
     gbs_text,
     largest_rows,
@@ -20,6 +22,7 @@ from ncclscope.diagnose.rules.bench_common import (
 )
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.diagnose.run_expectation import run_facts
 from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Evidence, Finding
 
 THROTTLING_ENV = {
@@ -125,17 +128,17 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
     unjudged: list[tuple[BandwidthJudgement, BenchmarkRun]] = []
     for j in ctx.bandwidth:
         run = run_of(ctx, j)
-        if run is None or cpu_run(run) or j.nranks == 1 or j.size < limits["provisional_min_bytes"]:
+        if run is None or cpu_run(run) or j.nranks == 1 or j.size < limits.provisional_min_bytes:
             continue
         if j.expected_busbw is None:
             unjudged.append((j, run))
             continue
         if j.ratio is None:
             continue
-        full = j.size >= limits["judge_min_bytes"]
-        if j.ratio < limits["error_below"]:
+        full = j.size >= limits.judge_min_bytes
+        if j.ratio < limits.error_below:
             severity = "error" if full else "warning"
-        elif j.ratio < limits["warning_below"] and full:
+        elif j.ratio < limits.warning_below and full:
             severity = "warning"
         else:
             continue
@@ -156,7 +159,7 @@ def _low_finding(ctx: Context, j: BandwidthJudgement, run: BenchmarkRun, severit
     )
     if "floor" in j.verdict:
         message += ", itself a floor for this fabric"
-    if j.size < judging()["judge_min_bytes"]:
+    if j.size < judging().judge_min_bytes:
         message += f"; the run stops at {exact_size(j.size)}, so this is a lower bound"
     if causes:
         message += "; the inputs show a likely cause: " + "; ".join(causes)
@@ -214,7 +217,7 @@ def sizes_too_small(ctx: Context) -> Iterable[Finding]:
     Sources: sjeaugey nccl-tests#212; stas00 ml-engineering network/README.md (12.5% of NIC spec at
     16 MiB, ~70% at 1 GiB on 4-node B200); Azure NHC (single 8G/16G size)
     """
-    limit = judging()["judge_min_bytes"]
+    limit = judging().judge_min_bytes
     for run in ctx.case.benchmarks:
         if not run.rows or run.nranks == 1 or cpu_run(run):
             continue
@@ -262,22 +265,22 @@ def latency_high(ctx: Context) -> Iterable[Finding]:
         facts = run_facts(run, ctx.platform)
         if facts is None or not facts.nranks or facts.nranks < 2:
             continue
-        limit = max(ref["max_size_bytes"] for ref in references)
+        limit = max(ref.max_size_bytes for ref in references)
         small = [r for r in run.rows if 0 < r.size <= limit and r.count > 0]
         times = [t for t in (_best_time(r) for r in small) if t is not None]
         if not times:
             continue
         median = statistics.median(times)
         ref = _latency_reference(ctx, references, (facts.hosts or 1) > 1)
-        if median <= ref["warn_above_us"]:
+        if median <= ref.warn_above_us:
             continue
-        low, high = ref["reference_us"]
+        low, high = ref.reference_us
         yield make_finding(
             "BW006",
             "warning",
-            f"{run_label(run)} on {facts.nranks} ranks ({ref['fabric']}): small messages ({exact_size(small[0].size)}-"
-            f"{exact_size(small[-1].size)}) take {median:.1f} us (median), above the {ref['warn_above_us']} us bound; "
-            f"published references are {low}-{high} us ({ref['source'].split(';')[0]})",
+            f"{run_label(run)} on {facts.nranks} ranks ({ref.fabric}): small messages ({exact_size(small[0].size)}-"
+            f"{exact_size(small[-1].size)}) take {median:.1f} us (median), above the {ref.warn_above_us} us bound; "
+            f"published references are {low}-{high} us ({ref.source.split(';')[0]})",
             evidence=row_evidence(run, small[:3]) + run_evidence(run),
             evidence_count=len(small),
             hosts=run_hosts(run),
@@ -289,13 +292,13 @@ def _best_time(row: BenchmarkRow) -> float | None:
     return min(values) if values else None
 
 
-def _latency_reference(ctx: Context, references: list[dict], multi_host: bool) -> dict:
+def _latency_reference(ctx: Context, references: list[LatencyReference], multi_host: bool) -> LatencyReference:
     if multi_host:
-        return next(r for r in references if r["hosts"] != 1)
+        return next(r for r in references if r.hosts != 1)
     nvlink = bool(ctx.platform.nvlink_links) or str(_link_of(ctx)).startswith("NVLink")
-    return next(r for r in references if r["hosts"] == 1 and r["nvlink"] == nvlink)
+    return next(r for r in references if r.hosts == 1 and r.nvlink == nvlink)
 
 
 def _link_of(ctx: Context) -> str | None:
     spec = spec_by_key(ctx.platform.key)
-    return spec.get("link") if spec else None
+    return spec.link if spec else None

@@ -7,7 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ncclscope.common.words import exact_size
-from ncclscope.diagnose.platforms import data_check as data_check_reference
+from ncclscope.diagnose.expectations import DataCheck
+from ncclscope.diagnose.expectations import data_check as data_check_reference
 from ncclscope.diagnose.rules.bench_common import (
     OLD_ERROR_LAYOUTS,
     gbs_text,
@@ -72,12 +73,12 @@ def wrong_results(ctx: Context) -> Iterable[Finding]:
         )
 
 
-def _is_wrong(layout: str, dtype: str, value: float, checks: dict) -> bool:
+def _is_wrong(layout: str, dtype: str, value: float, checks: DataCheck) -> bool:
     """Old layouts print the largest absolute error, judged against nccl-tests' own tolerance."""
     old = layout in OLD_ERROR_LAYOUTS or (layout == "headerless" and value != int(value))
     if not old:
         return value > 0
-    tolerance = checks["tolerance"].get(dtype.lower(), checks["tolerance_other_types"])
+    tolerance = checks.tolerance.get(dtype.lower(), checks.tolerance_other_types)
     return value > tolerance
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from ncclscope.diagnose.platforms import platform_spec
+from ncclscope.diagnose.expectations import platform_spec
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.env_knobs import KNOBS, truthy
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -83,7 +83,7 @@ def _has_nvlink(ctx: Context, hosts: list[str]) -> str | None:
     if ctx.platform.nvlink_links or ctx.platform.nvswitch:
         return "an NVLink platform"
     spec = platform_spec(ctx.platform.gpu_name)
-    if spec and spec.get("form") == "SXM" and str(spec.get("link", "")).startswith("NVLink"):
+    if spec and spec.form == "SXM" and str(spec.link).startswith("NVLink"):
         if (ctx.platform.gpus_per_host or 0) > 1:  # SXM modules of one board are linked by NVLink
             return f"{ctx.platform.gpus_per_host} {ctx.platform.gpu_name} per host, SXM modules linked by NVLink"
     return _has_nvls(ctx, hosts) or _has_mnnvl(ctx, hosts)

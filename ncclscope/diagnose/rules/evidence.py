@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ncclscope.diagnose.platforms import cpu_run
+from ncclscope.diagnose.platform import cpu_run
 from ncclscope.diagnose.rules.context import NEEDS, Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Finding

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ncclscope.diagnose.platforms import reference_data, spec_by_key
+from ncclscope.diagnose.expectations import reference, spec_by_key
 from ncclscope.diagnose.rules.context import Context
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.topo_common import gpus_per_host
@@ -51,16 +51,16 @@ def _graphs(case: Case) -> list[_Graph]:
 
 def _nvlink(case: Case, ctx: Context) -> tuple[bool, float | None]:
     """Whether the inputs show NVLink between the GPUs, and one NVLink's bandwidth as NCCL counts it."""
-    figures = reference_data()["nccl_nvlink_bw"]
+    figures = reference().nccl_nvlink_bw
     sms = {g.sm for dump in case.topology_dumps for g in dump.gpus if g.sm is not None and g.nvlinks}
     if sms:
-        return True, min(figures["per_sm"].get(str(sm), 0.0) for sm in sms) or None
+        return True, min(figures.per_sm.get(str(sm), 0.0) for sm in sms) or None
     shown = any("NVL[" in n for s in case.system_topologies for n in s.nodes) or any(
         cell.startswith("NV") for m in case.topologies for row in m.links.values() for cell in row.values()
     )
     spec = spec_by_key(ctx.platform.key)
-    link = spec.get("link") if spec else None
-    figure = float(figures["per_link"][link]) if link in figures["per_link"] else None
+    link = spec.link if spec else None
+    figure = float(figures.per_link[link]) if link in figures.per_link else None
     return shown or figure is not None, figure
 
 
