@@ -203,7 +203,7 @@ def test_workers_are_forked_before_the_readers_and_models_load() -> None:
     """What runs before the fork runs while one core idles: the ranges' workers need the log parser only,
     and the models (pydantic) and other readers load in the command beside them."""
     probe = (
-        "import sys; from ncclscope.parse import workers; from ncclscope.parse import nccl_log; nccl_log._parser(); "
+        "import sys; from ncclscope.parse import workers; from ncclscope.parse import fields; fields.grammar_parser(); "
         "print(sorted(m for m in ('ncclscope.model', 'pydantic', 'ncclscope.parse.one_input') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -9,7 +9,9 @@ import numpy as np
 
 from ncclscope.parse.coarse import CoarseTemplate
 from ncclscope.parse.coll_scan import CollScan, hex_values
-from ncclscope.parse.nccl_log import Event, LogResult, NcclLogParser, ShapeBook, _moved_shape
+from ncclscope.parse.log_records import Event, LogResult
+from ncclscope.parse.moves import moved_shape as _moved_shape
+from ncclscope.parse.nccl_log import NcclLogParser, ShapeBook
 from ncclscope.parse.shapes import ShapeMover, shape_key
 
 

@@ -22,7 +22,7 @@ from ncclscope.model import (
     ConnectionSummary,
     Host,
 )
-from ncclscope.parse.nccl_log import Event
+from ncclscope.parse.log_records import Event
 from ncclscope.parse.one_input import ParsedInput
 
 

@@ -25,7 +25,7 @@ from ncclscope.model import (
     SocketFailure,
     SysfsUnreadable,
 )
-from ncclscope.parse.nccl_log import Event
+from ncclscope.parse.log_records import Event
 
 FACTS_LIMIT = 5000  # facts kept per kind; the rest are counted in Case.facts_capped
 # A handler yields (kind, builder): the fact is built only while its kind has room, so a log of a

@@ -25,7 +25,7 @@ from ncclscope.model import (
     SystemTopology,
     TuningChoice,
 )
-from ncclscope.parse.nccl_log import CONTAINER_FAMILIES, Event
+from ncclscope.parse.log_records import CONTAINER_FAMILIES, Event
 from ncclscope.parse.normalize import strip_launcher_prefix
 from ncclscope.parse.one_input import ParsedInput
 

@@ -14,25 +14,47 @@ aggregated column-wise and never become per-line objects. Every other record bec
 
 from __future__ import annotations
 
-import functools
 import re
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from lark import Lark, Token, Tree
+from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedToken
 
-from ncclscope.parse import grammars
 from ncclscope.parse.coarse import (
     COARSE_FAMILIES,
     CoarseTemplate,
-    span_words,
-    word_classes,
 )
 from ncclscope.parse.coll_scan import CollScan, hex_values
+from ncclscope.parse.fields import (
+    Span,
+    decode,
+    extract,
+    grammar_parser,
+    hex_or,
+    int_or,
+    shift,
+    span_of,
+    span_text,
+    spans_of,
+    transport_of,
+)
+from ncclscope.parse.log_records import (
+    DAMAGED_REASONS,
+    FRAGMENT_REASON,
+    REFUSED_REASON,
+    UNRECOGNIZED_KEEP,
+    Event,
+    LineShape,
+    LogResult,
+    RecordShape,
+    Unrecognized,
+    record_kind,
+    understood,
+)
+from ncclscope.parse.moves import coarse_template, event_of, moved_shape, unique_rows
 from ncclscope.parse.normalize import (
     CUT_MARKER_RE,
     CUT_PREFIX_RE,
@@ -41,48 +63,55 @@ from ncclscope.parse.normalize import (
     strip_launcher_prefix,
     unwrap_autolinks,
 )
-from ncclscope.parse.shapes import InsideValue, ShapeMover, SpanPlan, coarse_key, shape_key
+from ncclscope.parse.shapes import ShapeMover, coarse_key, shape_key
 from ncclscope.parse.templates import (
     HEX_DIGITS,
     TEMPLATES_PER_SKELETON,
     WORD_SKELETON,
     Template,
     template_of,
-    value_columns,
 )
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
+
+
 CACHE_LIMIT = 50_000  # skeletons kept; unique-per-line shapes (pointers, prose) would grow it forever
-DECODE_MEMO = 4096  # decoded field sets kept per record shape (one per distinct value, e.g. per host)
+
+
 COARSE_CHUNK = 8192  # COLL lines of other widths read in one pass (coll_scan.py): their memory stays small
+
+
 COLL_PENDING_MAX = 50_000  # COLL lines kept (with their columns) before they are reduced together
+
+
 PROMOTE_MIN = 1024  # lines of one new word skeleton in a block worth learning it (fewer: read by a coarse template)
+
+
 COARSE_TEMPLATES_MAX = 32  # per coarse key: one per collective (AllReduce, Broadcast ...), a few more
+
+
 GROUP_VECTOR_MIN = 8  # below this many lines per shape, plain slicing is cheaper than numpy
+
+
 ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
+
 
 # families aggregated column-wise (the bulk of big logs)
 # Messages that, without NCCL's prefix, are any program's text: a row of '=' ends NCCL's topology dump
 # and every banner of a job script.
 BARE_TOO_PLAIN = frozenset({"system_footer"})
+
+
 NCCL_LINE_MAX = 1023  # NCCL formats each debug line into a 1024-byte buffer (src/debug.cc) and cuts the rest
+
+
 BULK_FAMILIES = frozenset(
     {"connection", "collnet_connection", "graph_ring", "graph_tree", "graph_channel", "coll_call", "call", "trace"}
 )
 
-Span = tuple[int, int]
-Origin = tuple[str | None, int | None, int | None, int | None]  # host, pid, tid, CUDA device
-ORIGIN_KEYS = ("host", "pid", "tid", "cuda_dev")
-ORIGIN_MEMO = 65_536  # processes remembered per prefix layout
-# prefix layout (the origin fields' spans relative to the first) -> its window's bytes -> origin
-_ORIGIN_TABLES: dict[tuple[Span | None, ...], dict[bytes, Origin]] = {}
-
-# Families whose grammar rule holds several kinds of message (NET/IB lists devices, reports GDR,
-# completion errors ...): a record's kind is the name of the alternative that matched.
-CONTAINER_FAMILIES = frozenset(
-    {"net_ib", "net_ib_gin", "net_socket", "net_ofi", "net_plugin_line", "other_plugin_line"}
-)
 
 # Pieces of NCCL records left on a line of their own when several writers share a stream (an
 # orphan tail "000 commId 0x... - Init COMPLETE", "NCCL IN" cut by another logger): counted as
@@ -91,437 +120,6 @@ FRAGMENT_RE = re.compile(
     r"\S*:\d+:\d+ \[\d+\] NCCL\b|\bNCCL (?:IN|INF|WA|WAR|TR|TRA)\b|- Init (?:START|COMPLETE)\b|\bcommId 0x"
     r"|\bvia (?:P2P|SHM|NET)/|\bUsing network \w|\bnRanks \d+ nNodes \d+"
 )
-
-
-@dataclass(slots=True)
-class RecordShape:
-    """Where one record sits in a line of a given skeleton, and what its fields are."""
-
-    span: Span
-    level: str  # INFO, WARN, TRACE, CALL, ABORT, or BARE (message without prefix)
-    family: str | None  # None: not understood
-    reason: str = ""
-    prefix: dict[str, Span] = field(default_factory=dict)  # timestamp, host, pid, tid, cuda_dev, location
-    fields: dict[str, Any] = field(default_factory=dict)  # nested; leaves are spans or True
-    elided: bool = False
-    stops_early: bool = False  # not understood, and the grammar ran out of text inside a message it knows
-    _decoder: Callable[[bytes], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
-    _window: Span | None = field(default=None, repr=False, compare=False)  # the bytes the fields come from
-    _memo: dict[bytes, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
-    _origin_window: Span | None = field(default=None, repr=False, compare=False)
-    _origins: dict[bytes, Origin] = field(default_factory=dict, repr=False, compare=False)
-
-    def origin(self, line: bytes) -> Origin:
-        """host, pid, tid and CUDA device of `line`, read once per process: shapes that place them
-        alike share one table (a process prints through some 40 shapes in a 1024-rank init, and the
-        assembler asks each record for its origin)."""
-        if self._origin_window is None:
-            self._origin_window, self._origins = _origin_table(self.prefix)
-        a, b = self._origin_window
-        key = line[a:b]
-        found = self._origins.get(key)
-        if found is None:
-            spans = [self.prefix.get(name) for name in ORIGIN_KEYS]
-            host, pid, tid, dev = (span_text(line[s[0] : s[1]]) if s else None for s in spans)
-            found = (host, _int_or_none(pid), _int_or_none(tid), _int_or_none(dev))
-            if len(self._origins) < ORIGIN_MEMO:
-                self._origins[key] = found
-        return found
-
-    def decode(self, line: bytes) -> dict[str, Any]:
-        """The fields of `line` as text; a shape decoded twice gets a closure (no type tests per line).
-        Lines whose field bytes are equal (the same setting or device listing on every rank) share one
-        decoded dict: records are read, never changed, after parsing."""
-        window = self._window
-        if window is None:
-            spans = _spans_of(self.fields)
-            window = self._window = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0, 0)
-        key = line[window[0] : window[1]]
-        fields = self._memo.get(key)
-        if fields is not None:
-            return fields
-        if self._decoder is None:
-            self._decoder = _decoder(self.fields)
-            fields = _decode(self.fields, line)  # many shapes serve one line: decode it directly
-        else:
-            fields = self._decoder(line)
-        if len(self._memo) < DECODE_MEMO:
-            self._memo[key] = fields
-        return fields
-
-    def __getstate__(self) -> tuple[Any, ...]:  # the decoder is a closure: rebuilt after unpickling
-        return (self.span, self.level, self.family, self.reason, self.prefix, self.fields, self.elided)
-
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        self.span, self.level, self.family, self.reason, self.prefix, self.fields, self.elided = state
-        self._decoder = None
-        self._window = None
-        self._memo = {}
-        self._origin_window = None
-        self._origins = {}
-
-
-@dataclass(slots=True, eq=False)
-class LineShape:
-    """The template of one skeleton."""
-
-    records: list[RecordShape]
-    lead: Span | None = None  # content before the first record (a table row the record was glued to)
-    recognized: bool = True
-    fixed_digits: np.ndarray | None = None  # columns whose digit must equal the exemplar's
-    exemplar: bytes = b""
-    plain: bool = False  # NCCL records only, nothing before them
-    _kind: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        self.plain = bool(self.records) and self.lead is None
-
-    @property
-    def kind(self) -> np.ndarray:
-        """Per column of the exemplar: a word that must stay, a number, or the host name (templates.py)."""
-        if self._kind is None:
-            prefix = [(name, span) for r in self.records for name, span in r.prefix.items()]
-            hex_names = _hex_fields()
-            fields: list[Span] = []
-            hex_fields: list[Span] = []
-            for record in self.records:
-                _sort_spans(record.fields, "", hex_names, fields, hex_fields)
-            first = self.records[0].span[0] if self.records else 0
-            self._kind = value_columns(self.exemplar, first, prefix, fields, hex_fields)
-        return self._kind
-
-
-class Event:
-    """One NCCL record that is not bulk. Fields are decoded from the raw line on first use."""
-
-    __slots__ = ("line", "raw", "shape", "_fields", "_origin", "_text")
-
-    def __init__(self, line: int, raw: bytes, shape: RecordShape) -> None:
-        self.line = line
-        self.raw = raw
-        self.shape = shape
-        self._fields: dict[str, Any] | None = None
-        self._origin: Origin | None = None
-        self._text: str | None = None
-
-    @property
-    def family(self) -> str:
-        return self.shape.family or ""
-
-    @property
-    def level(self) -> str:
-        return self.shape.level
-
-    @property
-    def elided(self) -> bool:
-        return self.shape.elided
-
-    @property
-    def text(self) -> str:
-        """The line as printed, less what a terminal added (the evidence of every fact it gives)."""
-        text = self._text
-        if text is None:
-            text = self._text = clean(self.raw.decode("utf-8", "replace")).text
-        return text
-
-    @property
-    def fields(self) -> dict[str, Any]:
-        if self._fields is None:
-            self._fields = self.shape.decode(self.raw)
-        return self._fields
-
-    def field(self, name: str) -> Any:
-        """One field of the record, without decoding the others when it is a plain one (the assembly
-        reads four of a COLL line's dozen, for thousands of ranks)."""
-        if self._fields is None:
-            span = self.shape.fields.get(name)
-            if isinstance(span, tuple):
-                return span_text(self.raw[span[0] : span[1]])
-            if span is None:
-                return None
-        return self.fields.get(name)
-
-    def _prefix(self, key: str) -> str | None:
-        span = self.shape.prefix.get(key)
-        return span_text(self.raw[span[0] : span[1]]) if span else None
-
-    def _host_pid(self) -> Origin:
-        """host, pid, tid and CUDA device, read once (the assembler asks for them many times)."""
-        origin = self._origin
-        if origin is None:
-            origin = self._origin = self.shape.origin(self.raw)
-        return origin
-
-    @property
-    def host(self) -> str | None:
-        return self._host_pid()[0]
-
-    def repair_host(self, host: str) -> None:
-        """The host name this record lost, known from the other records of its process (same pid)."""
-        self._origin = (host, *self._host_pid()[1:])
-
-    @property
-    def pid(self) -> int | None:
-        return self._host_pid()[1]
-
-    @property
-    def tid(self) -> int | None:
-        return self._host_pid()[2]
-
-    @property
-    def cuda_dev(self) -> int | None:
-        return self._host_pid()[3]
-
-    @property
-    def timestamp(self) -> str | None:
-        return self._prefix("timestamp")
-
-    @property
-    def location(self) -> str | None:
-        return self._prefix("location")
-
-    def __getstate__(self) -> tuple[int, bytes, RecordShape]:
-        return (self.line, self.raw, self.shape)
-
-    def __setstate__(self, state: tuple[int, bytes, RecordShape]) -> None:
-        self.line, self.raw, self.shape = state
-        self._fields = None
-        self._origin = None
-        self._text = None
-
-
-_SHAPE_SLOT = Event.__dict__["shape"]
-
-
-class CoarseEvent(Event):
-    """The Event of a COLL line read by a coarse template (coarse.py): its own field positions are
-    found when it is first read (most such lines are only counted, and a worker pickles the rest)."""
-
-    __slots__ = ("_template",)
-
-    def __init__(self, line: int, raw: bytes, template: CoarseTemplate) -> None:
-        self._template: CoarseTemplate | None = template
-        super().__init__(line, raw, None)  # type: ignore[arg-type]
-
-    @property  # type: ignore[override]
-    def shape(self) -> RecordShape:
-        if self._template is not None:
-            _SHAPE_SLOT.__set__(self, self._template.record_for(self.raw))
-            self._template = None
-        return _SHAPE_SLOT.__get__(self)
-
-    @shape.setter
-    def shape(self, value: RecordShape | None) -> None:
-        _SHAPE_SLOT.__set__(self, value)
-
-    def __getstate__(self) -> tuple[int, bytes, Any]:  # type: ignore[override]
-        return (self.line, self.raw, self._template or _SHAPE_SLOT.__get__(self))
-
-    def __setstate__(self, state: tuple[int, bytes, Any]) -> None:  # type: ignore[override]
-        self.line, self.raw, shape = state
-        self._template, self.shape = (None, shape) if isinstance(shape, RecordShape) else (shape, None)
-        self._fields = None
-        self._origin = None
-        self._text = None
-
-
-@dataclass
-class Unrecognized:
-    line: int
-    text: str
-    reason: str
-
-
-@dataclass
-class LogResult:
-    """What the NCCL log parser found in one source."""
-
-    events: list[Event] = field(default_factory=list)
-    nccl_lines: int = 0
-    lead_lines: int = 0  # NCCL lines whose leading text (a table row ...) also went to the other readers
-    recognized: int = 0
-    unrecognized_count: int = 0
-    unrecognized: list[Unrecognized] = field(default_factory=list)
-    cut_records: int = 0  # records cut right after their prefix: nothing of their message is left
-    first_damaged: int | None = None  # the first line holding a fragment of a record or a record the grammar refused
-    net_same_device: tuple[int, str] | None = None  # a NET line between two ranks on one device number
-    # the last non-empty line seen: (line number, kind of its last NCCL record or "" when it is no
-    # NCCL line, or None when it is an NCCL line that was not understood)
-    last: tuple[int, str | None] | None = None
-    families: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    # connections aggregated: key -> [lines, first line number, first raw line]
-    edges: dict[tuple, list] = field(default_factory=dict)
-    by_transport: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    transport_examples: dict[str, tuple[int, str]] = field(default_factory=dict)
-    # COLL per-call lines by (host, pid, comm pointer): [calls, highest opCount, the Event of that line]
-    coll_calls: dict[tuple[str | None, int, str], list] = field(default_factory=dict)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """A worker's range holds tens of thousands of records (the first 16 MB of the mixed bench log:
-        55k): they travel as columns (line numbers, lines, shapes), not as one pickled object each,
-        which took the worker 0.08 s while the assembly waited for them. Other kinds of Event go whole."""
-        state = self.__dict__.copy()
-        events = state["events"]
-        others = [(i, e) for i, e in enumerate(events) if type(e) is not Event]
-        plain = [e for e in events if type(e) is Event] if others else events
-        state["events"] = ([e.line for e in plain], [e.raw for e in plain], [e.shape for e in plain], others)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        lines, raws, shapes, others = state["events"]
-        events = list(map(Event, lines, raws, shapes))
-        for i, event in others:  # in the order they were taken out: each goes back where it was
-            events.insert(i, event)
-        self.__dict__.update(state)
-        self.events = events
-
-
-UNRECOGNIZED_KEEP = 50
-FRAGMENT_REASON = "a fragment of an NCCL record (cut by the paste or by another writer)"
-REFUSED_REASON = "unreadable record"  # the grammar's reason follows
-DAMAGED_REASONS = (FRAGMENT_REASON, REFUSED_REASON)  # what a damaged input leaves (source.py: `truncated`)
-
-
-def _parser() -> Lark:
-    return grammars.load("nccl_log", ("record", "loose_record", "message"))
-
-
-def _span(tok: Any) -> Span:
-    """Position of a token (a Tree here would be a grammar change the parser must follow)."""
-    return (tok.start_pos or 0, tok.end_pos or 0)
-
-
-def _extract(tree: Tree) -> dict[str, Any]:
-    """A parse tree as nested {field: span | True | dict | list} named by the grammar's rules."""
-    out: dict[str, Any] = {}
-    for child in tree.children:
-        value: Any
-        if isinstance(child, Token):
-            key, value = child.type.lower(), _span(child)
-        else:
-            key = str(child.data)
-            kids = child.children
-            if len(kids) == 1 and isinstance(kids[0], Token):
-                value = _span(kids[0])
-            elif not kids:
-                value = True
-            else:
-                value = _extract(child)
-        existing = out.get(key)
-        if existing is None:
-            out[key] = value
-        elif isinstance(existing, _Repeated):
-            existing.append(value)
-        else:
-            out[key] = _Repeated([existing, value])
-    return out
-
-
-class _Repeated(list):
-    """A field that occurs several times in one record (device lists, ring ranks ...)."""
-
-
-def _shift(value: Any, mapper: Callable[[int, int], Span]) -> Any:
-    if isinstance(value, tuple):
-        return mapper(*value)
-    if isinstance(value, dict):
-        return {k: _shift(v, mapper) for k, v in value.items()}
-    if isinstance(value, list):
-        return _Repeated(_shift(v, mapper) for v in value)
-    return value
-
-
-def _sort_spans(value: Any, name: str, hex_names: frozenset[str], plain: list[Span], hexes: list[Span]) -> None:
-    """The spans of a field set into `hexes` (fields named in `hex_names`) and `plain` (the others)."""
-    if isinstance(value, tuple):
-        (hexes if name in hex_names else plain).append(value)
-    elif isinstance(value, dict):
-        for key, inner in value.items():
-            _sort_spans(inner, key, hex_names, plain, hexes)
-    elif isinstance(value, list):
-        for inner in value:
-            _sort_spans(inner, name, hex_names, plain, hexes)
-
-
-def _spans_of(value: Any) -> list[Span]:
-    """Every span of a field set."""
-    spans: list[Span] = []
-    _sort_spans(value, "", frozenset(), spans, spans)
-    return spans
-
-
-# Tokens whose ids NCCL prints in hex: an opCount (`%lx`), a bus id, a topology node (`GPU/0-18000`)
-HEX_ID_TOKENS = ("HEXID", "HEXID_PAIR", "NODE_REF")
-
-
-@functools.cache
-def _hex_fields() -> frozenset[str]:
-    """The fields the grammar reads as one hex-id token (`op_count: HEXID`, `graph_hop: NODE_REF`). A
-    template must take hex digits in their ids even when its exemplar's look decimal (`opCount 7`,
-    `GPU/0-18000`): else the next line's `opCount 1a` or `GPU/0-2a000` needs a template of its own, and
-    past a few per word skeleton every such line is parsed alone."""
-    names = {token.lower() for token in HEX_ID_TOKENS}  # the token itself, where a rule uses it inline
-    for rule in _parser().rules:
-        expansion = [getattr(symbol, "name", None) for symbol in rule.expansion]
-        if len(expansion) == 1 and expansion[0] in HEX_ID_TOKENS:
-            names.add(str(rule.origin.name))
-    return frozenset(names)
-
-
-def span_text(chunk: bytes) -> str:
-    """A field's text; a terminal's colour codes or NUL bytes inside the field (the span maps around them) go."""
-    text = chunk.decode("utf-8", "replace")
-    return clean(text).text if "\x1b" in text or "\x00" in text else text
-
-
-def _origin_table(prefix: dict[str, Span]) -> tuple[Span, dict[bytes, Origin]]:
-    """The bytes that hold a record's origin, and the table shared by the shapes that lay it out alike."""
-    spans = [prefix.get(name) for name in ORIGIN_KEYS]
-    present = [span for span in spans if span]
-    if not present:
-        return (0, 0), _ORIGIN_TABLES.setdefault((), {})
-    a, b = min(s[0] for s in present), max(s[1] for s in present)
-    layout = tuple((s[0] - a, s[1] - a) if s else None for s in spans)
-    return (a, b), _ORIGIN_TABLES.setdefault(layout, {})
-
-
-def _int_or_none(text: str | None) -> int | None:
-    return int(text) if text else None
-
-
-def _int_or(text: str, default: int) -> int:
-    return int(text) if text.strip().lstrip("-").isdigit() else default
-
-
-def _decoder(value: Any) -> Callable[[bytes], Any]:
-    """A function that decodes `value`'s spans out of a line, mirroring `_decode`."""
-    if isinstance(value, tuple):
-        a, b = value
-        return lambda line: span_text(line[a:b])
-    if isinstance(value, dict):
-        parts = [(k, _decoder(v)) for k, v in value.items()]
-        return lambda line: {k: part(line) for k, part in parts}
-    if isinstance(value, list):
-        items = [_decoder(v) for v in value]
-        return lambda line: [item(line) for item in items]
-    return lambda line: value
-
-
-def _hex_or(chunk: bytes, default: int = -1) -> int:
-    try:
-        return int(span_text(chunk), 16)
-    except ValueError:
-        return default
-
-
-def _decode(value: Any, line: bytes) -> Any:
-    if isinstance(value, tuple):
-        return span_text(line[value[0] : value[1]])
-    if isinstance(value, dict):
-        return {k: _decode(v, line) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v, line) for v in value]
-    return value
 
 
 @dataclass
@@ -550,7 +148,7 @@ class NcclLogParser:
         shapes = shapes or ShapeBook()
         self._book = shapes
         self._cache = shapes.cache
-        self._parser = _parser()
+        self._parser = grammar_parser()
         self._host_ids = shapes.host_ids
         self._coarse_cache = shapes.coarse
         self._templates = shapes.templates
@@ -717,7 +315,7 @@ class NcclLogParser:
         scan = self._coll_scan()
         if known and scan is not None and scan.rows(shape.exemplar)[0][0]:  # another width of a kind already known
             return
-        template = _coarse_template(shape)
+        template = coarse_template(shape)
         if template is None:
             return
         self._coarse_templates[key] = [*known, template]
@@ -881,7 +479,7 @@ class NcclLogParser:
         return shape
 
     def _move_shape(self, mover: ShapeMover, shape: LineShape, line: bytes) -> LineShape | None:
-        moved = _moved_shape(mover, shape, line)
+        moved = moved_shape(mover, shape, line)
         if moved is not None:
             moved.fixed_digits = self._fixed_digit_columns(line, moved.records)
         return moved
@@ -920,7 +518,7 @@ class NcclLogParser:
                 elif FRAGMENT_RE.search(body):
                     whole = cl.raw_span(start, start + len(body))
                     records.append(RecordShape(whole, "INFO", None, FRAGMENT_REASON))
-        shape = LineShape(records, lead, _understood(records), exemplar=raw)
+        shape = LineShape(records, lead, understood(records), exemplar=raw)
         if records:
             shape.fixed_digits = self._fixed_digit_columns(raw, records)
         return shape
@@ -942,9 +540,9 @@ class NcclLogParser:
             # "NCCL version 2.28.9 compiled with CUDA 13.0" heads an ncclras report: that reader takes it
             return RecordShape(whole, "BARE", None, "not an NCCL message")
         if start == "message":
-            bare = _extract(tree)
+            bare = extract(tree)
             return RecordShape(
-                whole, "BARE", str(tree.data), fields=_shift(bare, mapper), elided=elided or "ellipsis" in bare
+                whole, "BARE", str(tree.data), fields=shift(bare, mapper), elided=elided or "ellipsis" in bare
             )
         prefix: dict[str, Span] = {}
         body = tree.children[-1]
@@ -955,20 +553,20 @@ class NcclLogParser:
         family: str = level.lower()
         for child in body.children:
             if isinstance(child, Tree) and child.data == "location":
-                prefix["location"] = _span(child.children[0])
+                prefix["location"] = span_of(child.children[0])
             elif isinstance(child, Tree):
                 family = str(child.data)
-                fields = _extract(child)
+                fields = extract(child)
                 if not child.children:
                     fields = {}
             elif isinstance(child, Token) and child.type == "TEXT":
-                fields = {"text": _span(child)}
+                fields = {"text": span_of(child)}
         return RecordShape(
             whole,
             level,
             family,
             prefix={k: mapper(*v) for k, v in prefix.items()},
-            fields=_shift(fields, mapper),
+            fields=shift(fields, mapper),
             elided=elided or "ellipsis" in fields,
         )
 
@@ -1016,11 +614,11 @@ class NcclLogParser:
             if isinstance(child, Tree) and child.data == "prefix":
                 prefix.update(self._prefix_fields(child, text))
             elif isinstance(child, Tree) and child.data == "location":
-                prefix["location"] = _span(child.children[0])
+                prefix["location"] = span_of(child.children[0])
             elif isinstance(child, Token) and child.type == "LEVEL":
                 level = str(child)
             elif isinstance(child, Token) and child.type == "TEXT":
-                message = _span(child)
+                message = span_of(child)
         mapped = {k: mapper(*v) for k, v in prefix.items()}
         fields = {"text": mapper(*message)} if message else {}
         if level in ("WARN", "ABORT"):
@@ -1037,11 +635,11 @@ class NcclLogParser:
             token = part.children[0]
             if part.data == "device":
                 token = token.children[0] if isinstance(token, Tree) else token
-                out["cuda_dev"] = _span(token)
+                out["cuda_dev"] = span_of(token)
             elif part.data == "timestamp":
-                out["timestamp"] = _span(token)
+                out["timestamp"] = span_of(token)
             elif part.data == "origin":
-                a, b = _span(token)
+                a, b = span_of(token)
                 value = text[a:b]
                 if getattr(token, "type", "") == "PROCESS":
                     host, pid, tid = value.rsplit(":", 2)
@@ -1061,7 +659,7 @@ class NcclLogParser:
         inside = np.zeros(len(raw), dtype=bool)
         for record in records:
             inside[record.span[0] : record.span[1]] = True
-            for a, b in list(record.prefix.values()) + _spans_of(record.fields):
+            for a, b in list(record.prefix.values()) + spans_of(record.fields):
                 covered[a:b] = True
         digits = np.frombuffer(raw, dtype=np.uint8)
         columns = np.flatnonzero(inside & ~covered & (digits >= 48) & (digits <= 57))
@@ -1164,11 +762,11 @@ class NcclLogParser:
             row = rows[in_batch]
             entry = summary.get(key)
             if entry is None:
-                summary[key] = [count, op, _event(int(row[4][at]), row[5][at], row[6])]
+                summary[key] = [count, op, event_of(int(row[4][at]), row[5][at], row[6])]
             else:  # reduced before (COLL_PENDING_MAX, or the result was read): later rows add to it
                 entry[0] += count
                 if op >= entry[1]:
-                    entry[1:] = [op, _event(int(row[4][at]), row[5][at], row[6])]
+                    entry[1:] = [op, event_of(int(row[4][at]), row[5][at], row[6])]
 
     @staticmethod
     def _hex_column(column: Callable[[Span], np.ndarray], span: Span) -> np.ndarray:
@@ -1179,7 +777,7 @@ class NcclLogParser:
             digits = HEX_DIGITS[matrix[:, a:b]]
             if (digits >= 0).all():  # lines of one shape have their digits at the same places
                 return digits @ (16 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
-        return np.array([_hex_or(v) for v in column(span).tolist()], dtype=np.int64)
+        return np.array([hex_or(v) for v in column(span).tolist()], dtype=np.int64)
 
     def _columns(self, lines: list[bytes]) -> Callable[[Span], np.ndarray]:
         """Cut a byte range out of every line of a group at once."""
@@ -1217,7 +815,7 @@ class NcclLogParser:
         try:
             return values.astype(np.int64)
         except ValueError:  # a terminal's colour codes inside the number (the span maps around them)
-            return np.array([_int_or(span_text(v), default) for v in values.tolist()], dtype=np.int64)
+            return np.array([int_or(span_text(v), default) for v in values.tolist()], dtype=np.int64)
 
     def _connections(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
         res = self._result
@@ -1225,7 +823,7 @@ class NcclLogParser:
         n = len(lines)
         column = self._columns(lines)
         exemplar = lines[0]
-        transport, gdr, shared, is_net = _transport_of(f, exemplar)
+        transport, gdr, shared, is_net = transport_of(f, exemplar)
         res.by_transport[transport] += n
         known = res.transport_examples.get(transport)
         if known is None or line_nos[0] < known[0]:  # the earliest line, however the lines were grouped
@@ -1235,7 +833,7 @@ class NcclLogParser:
             src, dst = {"rank": f.get("rank")}, {}
         else:
             src, dst = (ends[0], ends[1]) if isinstance(ends, list) else (ends or {}, {})
-        direction = _decode(f.get("direction"), exemplar) if "direction" in f else ""
+        direction = decode(f.get("direction"), exemplar) if "direction" in f else ""
         direction = str(direction).strip("[]")
         hosts = self._host_column(record, column, n)
         pids = self._int_column(column, record.prefix.get("pid"), n)
@@ -1262,7 +860,7 @@ class NcclLogParser:
                 column(src_dev) if isinstance(src_dev, tuple) else None,
                 column(dst_dev) if isinstance(dst_dev, tuple) else None,
             )
-        uniq, first, counts = _unique_rows(keys)
+        uniq, first, counts = unique_rows(keys)
         hosts_by_id = {v: k for k, v in self._host_ids.items()}
         for row, idx, count in zip(uniq.tolist(), first.tolist(), counts.tolist(), strict=False):
             host = hosts_by_id.get(row[0], b"").decode("utf-8", "replace") if row[0] >= 0 else None
@@ -1295,160 +893,3 @@ class NcclLogParser:
             i = int(hits[0])
             if res.net_same_device is None or line_nos[i] < res.net_same_device[0]:
                 res.net_same_device = (line_nos[i], clean(lines[i].decode("utf-8", "replace")).text)
-
-
-def _moved_shape(mover: ShapeMover, shape: LineShape, line: bytes) -> LineShape | None:
-    """The shape of `line`: the exemplar's fields moved to where `line` has them (shapes.py)."""
-    anchors = mover.anchors(line)
-    if anchors is None:
-        return None
-    plan = mover.plan
-    if plan is None or plan[0] is not shape:
-        plan = mover.plan = (shape, _move_plan(mover, shape))
-    if plan[1] is None:
-        return None
-    moves, build = plan[1]
-    return build(iter([(anchors[sa] + da, anchors[sb] + db) for sa, da, sb, db in moves]), line)
-
-
-def _move_plan(
-    mover: ShapeMover, shape: LineShape
-) -> tuple[list[SpanPlan], Callable[[Iterator[Span], bytes], LineShape]] | None:
-    """How every span of `shape` moves (one flat list, worked out once), and the function that builds a
-    moved shape from the moved spans in that order; None when a span ends inside a word. A Trees line
-    of 32 channels holds some 200 spans, and a 1024-rank job prints a thousand such lines that differ."""
-    flat: list[Span] = []
-    records = []
-    for r in shape.records:
-        flat.append(r.span)
-        keys = list(r.prefix)
-        flat.extend(r.prefix.values())
-        records.append((r, keys, _span_builder(r.fields, flat)))
-    lead = shape.lead
-    if lead is not None:
-        flat.append(lead)
-    try:
-        moves = [mover.span_plan(a, b) for a, b in flat]
-    except InsideValue:
-        return None
-    recognized = shape.recognized
-
-    def build(spans: Iterator[Span], line: bytes) -> LineShape:
-        moved = [
-            RecordShape(next(spans), r.level, r.family, r.reason, {k: next(spans) for k in keys}, take(spans), r.elided)
-            for r, keys, take in records
-        ]
-        return LineShape(moved, next(spans) if lead is not None else None, recognized, exemplar=line)
-
-    return moves, build
-
-
-def _span_builder(value: Any, flat: list[Span]) -> Callable[[Iterator[Span]], Any]:
-    """A function that rebuilds the field set `value` from an iterator of its spans, in the order they are
-    appended to `flat` here (as _shift would move them one by one)."""
-    if isinstance(value, tuple):
-        flat.append(value)
-        return next
-    if isinstance(value, dict):
-        parts = [(k, _span_builder(v, flat)) for k, v in value.items()]
-        if all(part is next for _, part in parts):
-            keys = [k for k, _ in parts]
-            return lambda spans: {k: next(spans) for k in keys}
-        return lambda spans: {k: part(spans) for k, part in parts}
-    if isinstance(value, list):
-        items = [_span_builder(v, flat) for v in value]
-        if all(item is next for item in items):
-            count = len(items)
-            return lambda spans: _Repeated([next(spans) for _ in range(count)])
-        return lambda spans: _Repeated([item(spans) for item in items])
-    return lambda spans: value
-
-
-def _event(line: int, raw: bytes, shape: RecordShape | CoarseTemplate) -> Event:
-    return Event(line, raw, shape) if isinstance(shape, RecordShape) else CoarseEvent(line, raw, shape)
-
-
-class _MoveRecord:
-    """A coarse template's way to the RecordShape of one of its lines (picklable, unlike a closure)."""
-
-    def __init__(self, shape: LineShape) -> None:
-        self.shape = shape
-        self.mover = ShapeMover(shape.exemplar, shape.kind)
-
-    def __call__(self, line: bytes) -> RecordShape:
-        moved = _moved_shape(self.mover, self.shape, line)
-        if moved is None:  # cannot happen for a line the template matched; its fields are then left unread
-            record = self.shape.records[0]
-            return RecordShape((0, len(line)), record.level, record.family)
-        return moved.records[0]
-
-
-def _coarse_template(shape: LineShape) -> CoarseTemplate | None:
-    """The coarse template of a COLL line's shape; None when its fields do not fall on whole words."""
-    record = shape.records[0]
-    exemplar = shape.exemplar
-    classes = word_classes(exemplar, shape.kind)
-    if classes is None:
-        return None
-    fields: dict[str, tuple[int, int]] = {}
-    for name, span, needed in (
-        ("host", record.prefix.get("host"), False),
-        ("pid", record.prefix.get("pid"), False),
-        ("comm", record.fields.get("comm"), True),
-        ("op_count", record.fields.get("op_count"), True),
-    ):
-        if not isinstance(span, tuple):
-            if needed:
-                return None
-            continue
-        words = span_words(exemplar, span)
-        if words is None or (name in ("pid", "op_count") and words[0] != words[1]):
-            return None
-        fields[name] = words
-    return CoarseTemplate(record, exemplar, classes, fields, _MoveRecord(shape))
-
-
-def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """np.unique(axis=0) with first indices and counts, through a 1-D hash (checked, exact)."""
-    mixed = keys[:, 0].copy()
-    for j in range(1, keys.shape[1]):
-        mixed = mixed * np.int64(1_000_003) + keys[:, j]  # wraps on overflow; collisions are checked
-    _, first, inverse, counts = np.unique(mixed, return_index=True, return_inverse=True, return_counts=True)
-    if not (keys == keys[first][inverse]).all():
-        return np.unique(keys, axis=0, return_index=True, return_counts=True)[0:3]  # type: ignore[return-value]
-    return keys[first], first, counts
-
-
-def record_kind(record: RecordShape) -> str:
-    """The family of a record, or for a container family the alternative it holds."""
-    family = record.family or ""
-    if family in CONTAINER_FAMILIES and record.fields:
-        return next(iter(record.fields))
-    return family
-
-
-def _understood(records: list[RecordShape]) -> bool:
-    """A line is understood when every record that holds a message has a known family (a record
-    cut right after its prefix holds nothing to understand; it is counted apart)."""
-    messages = [r for r in records if r.level != "CUT"]
-    return bool(messages) and all(r.family is not None for r in messages)
-
-
-def _transport_of(fields: dict[str, Any], line: bytes) -> tuple[str, bool, bool, bool]:
-    """(transport label, GDR, shared, is NET) of a connection line's transport fields."""
-    if "p2p" in fields or "p2p_indirect" in fields:
-        p2p = fields.get("p2p") or fields.get("p2p_indirect")
-        kind = _decode(p2p.get("p2p_kind"), line) if isinstance(p2p, dict) and "p2p_kind" in p2p else "indirect"
-        options = p2p.get("p2p_option") if isinstance(p2p, dict) else None
-        opts = [options] if isinstance(options, tuple) else list(options or [])
-        suffix = "".join("/" + str(_decode(o, line)) for o in opts)
-        return f"P2P/{kind}{suffix}", False, False, False
-    if "shm" in fields:
-        return "SHM", False, False, False
-    net = fields.get("net") if "net" in fields else fields
-    name = str(_decode(net.get("net_name"), line)) if isinstance(net, dict) and "net_name" in net else "?"
-    options = net.get("net_option") if isinstance(net, dict) else None
-    opts = [options] if isinstance(options, tuple) else list(options or [])
-    values = {str(_decode(o, line)) for o in opts}
-    prefix = "COLLNET" if "net" not in fields else "NET"
-    return f"{prefix}/{name}", "GDRDMA" in values, "Shared" in values, True

@@ -36,7 +36,8 @@ from ncclscope.parse import flight_recorder, nccl_xml, ras, sniff
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
-from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, Event, LogResult, NcclLogParser
+from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, Event, LogResult
+from ncclscope.parse.nccl_log import NcclLogParser
 from ncclscope.parse.nccl_tests import NcclTestsReader, parse_nccl_tests_json
 from ncclscope.parse.normalize import clean, strip_launcher_prefix
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from ncclscope.inputs.opening import MAX_LINE_BYTES, InputFile, ReadStats, iter_blocks, read_head
 from ncclscope.parse import sniff
-from ncclscope.parse.nccl_log import UNRECOGNIZED_KEEP, LogResult, NcclLogParser, ShapeBook
+from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, LogResult
+from ncclscope.parse.nccl_log import NcclLogParser, ShapeBook
 
 SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: start-up costs more than it saves
 # Several ranges per worker: the start of a log (init, new line shapes to learn) costs more per byte

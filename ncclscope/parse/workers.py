@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ncclscope.inputs.opening import InputFile
-from ncclscope.parse import nccl_log, split
+from ncclscope.parse import fields, split  # split loads the NCCL log parser: forked workers inherit it
 from ncclscope.parse.split import RangePart, byte_ranges, can_split, parse_range
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def start(work: list[InputFile], workers: int) -> Pool:
     """Forked workers, every task given to them (the pool hands them out as workers free up)."""
     from concurrent.futures import ProcessPoolExecutor  # 30 ms of imports: only when a pool is needed
 
-    nccl_log._parser()  # build the grammar once; forked workers inherit it
+    fields.grammar_parser()  # build the grammar once; forked workers inherit it
     _keep_freed_memory()
     executor = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_ctrl_c)
     return Pool(executor, deque(executor.submit(run_task, task) for task in work))
