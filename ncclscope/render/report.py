@@ -28,6 +28,7 @@ from ncclscope.render.html import (
     edge_groups,
     edge_text,
     evidence_shown,
+    evidence_text,
     ranks_text,
     render_html,
 )
@@ -120,7 +121,21 @@ def markdown_text(
     unplotted: int = 0,
     diff: DiffView | None = None,
 ) -> str:
-    c = analysis.case
+    out = [
+        *_md_summary(analysis),
+        *_md_findings(analysis),
+        *_md_platform(analysis),
+        *_md_hosts(analysis),
+        *_md_settings(analysis),
+        *_md_topologies(analysis),
+        *_md_transports(analysis),
+        *_md_benchmarks(plots, names, unplotted),
+        *(_md_diff(diff) if diff is not None else []),
+    ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _md_summary(analysis: Analysis) -> list[str]:
     out = [f"## ncclscope {__version__} report: {headline(analysis)}", ""]
     counts = ", ".join(f"{analysis.summary.get(s, 0)} {s}" for s in SEVERITIES)
     out += [f"**Verdict:** {counts}.", ""]
@@ -130,34 +145,36 @@ def markdown_text(
         out.append(f"- {j.verdict}")
     if analysis.bandwidth:
         out.append("")
+    return out
 
-    out += ["### Findings", ""]
+
+def _md_findings(analysis: Analysis) -> list[str]:
+    out = ["### Findings", ""]
     if not analysis.findings:
-        out += ["No findings.", ""]
-    else:
-        out += _md_table(
-            ["severity", "code", "finding"],
-            [
-                [f.severity, f"{f.code} {f.name}" + (" (root cause)" if f.root_cause else ""), f.message]
-                for f in analysis.findings
-            ],
-        )
-        for f in analysis.findings:
-            out += [f"#### {f.severity}: {f.code} {f.name}", "", _cell(f.message), ""]
-            shown, more = evidence_shown(f)
-            if shown:
-                text = "\n".join(f"{ev.where}: {ev.text}" for ev in shown)
-                if more > 0:
-                    text += f"\n... and {more} more line{'s' if more != 1 else ''}"
-                out += [f"<details><summary>evidence ({len(shown) + more} lines)</summary>", ""]
-                out += _fence(text) + ["", "</details>", ""]
-            if f.explanation:
-                out += [f"**Why:** {f.explanation}", ""]
-            if f.fix:
-                out += [f"**Fix:** {f.fix}", ""]
+        return [*out, "No findings.", ""]
+    out += _md_table(
+        ["severity", "code", "finding"],
+        [
+            [f.severity, f"{f.code} {f.name}" + (" (root cause)" if f.root_cause else ""), f.message]
+            for f in analysis.findings
+        ],
+    )
+    for f in analysis.findings:
+        out += [f"#### {f.severity}: {f.code} {f.name}", "", _cell(f.message), ""]
+        shown, more = evidence_shown(f)
+        if shown:
+            out += [f"<details><summary>evidence ({len(shown) + more} lines)</summary>", ""]
+            out += _fence(evidence_text(shown, more)) + ["", "</details>", ""]
+        if f.explanation:
+            out += [f"**Why:** {f.explanation}", ""]
+        if f.fix:
+            out += [f"**Fix:** {f.fix}", ""]
+    return out
 
+
+def _md_platform(analysis: Analysis) -> list[str]:
     p = analysis.platform
-    out += ["### Platform and expectations", ""]
+    out = ["### Platform and expectations", ""]
     out += _md_table(
         ["GPU", "GPUs/host", "hosts", "NVLink", "NVSwitch", "network", "expectations entry"],
         [
@@ -188,8 +205,12 @@ def markdown_text(
                 for j in analysis.bandwidth
             ],
         )
+    return out
 
-    out += ["### Versions and hosts", "", f"NCCL versions: {', '.join(c.nccl_versions) or '-'}", ""]
+
+def _md_hosts(analysis: Analysis) -> list[str]:
+    c = analysis.case
+    out = ["### Versions and hosts", "", f"NCCL versions: {', '.join(c.nccl_versions) or '-'}", ""]
     if c.hosts:
         out += _md_table(
             ["host", "processes", "ranks", "NCCL", "network", "GDR"],
@@ -200,18 +221,24 @@ def markdown_text(
         )
         if len(c.hosts) > ROWS_CAP:
             out += [f"... and {len(c.hosts) - ROWS_CAP} more hosts", ""]
+    return out
 
-    if c.env:
-        out += ["### NCCL settings", ""]
-        out += _md_table(
-            ["variable", "value", "hosts", "processes", "where it came from"],
-            [
-                [s.name, s.value, ", ".join(s.hosts), s.processes, f"{s.evidence.source}:{s.evidence.line}"]
-                for s in c.env[:ROWS_CAP]
-            ],
-        )
 
-    for m in c.topologies:
+def _md_settings(analysis: Analysis) -> list[str]:
+    env = analysis.case.env
+    if not env:
+        return []
+    rows = [[s.name, s.value, ", ".join(s.hosts), s.processes, f"{s.evidence.source}:{s.evidence.line}"] for s in env]
+    return [
+        "### NCCL settings",
+        "",
+        *_md_table(["variable", "value", "hosts", "processes", "where it came from"], rows[:ROWS_CAP]),
+    ]
+
+
+def _md_topologies(analysis: Analysis) -> list[str]:
+    out: list[str] = []
+    for m in analysis.case.topologies:
         out += [f"### Topology: {_cell(m.source)}:{m.line}", ""]
         out += _md_table(
             [""] + [nic_label(m, d) if d in m.nics else d for d in m.devices],
@@ -222,44 +249,54 @@ def markdown_text(
                 ["GPU", "nearest NIC", "path"],
                 [[g, ", ".join(nic_label(m, n) for n in nics), tok] for g, nics, tok in nearest_nics(m)],
             )
+    return out
 
-    cs = c.connections
-    if cs.total:
-        out += ["### Transports", ""]
-        out += _md_table(["transport", "lines"], [[t, n] for t, n in sorted(cs.by_transport.items())])
-        out += [f"NET lines with GDR: {cs.net_with_gdr}; without: {cs.net_without_gdr}; via proxy: {cs.via_proxy}.", ""]
-        for name, edges in edge_groups(c.edges):
-            text = "\n".join(edge_text(x) for x in edges[: EVIDENCE_CAP * 3])
-            if len(edges) > EVIDENCE_CAP * 3:
-                text += f"\n... and {len(edges) - EVIDENCE_CAP * 3} more"
-            out += [f"<details><summary>{_cell(name)}: {len(edges)} edges</summary>", ""]
-            out += _fence(text) + ["", "</details>", ""]
 
-    if plots:
-        out += ["### Benchmarks", ""]
-        for plot in plots:
-            out += [f"![{_cell(plot.alt)}]({names[plot.slug]})", ""]
-        if unplotted:
-            out += [f"... and {unplotted} more runs not plotted", ""]
+def _md_transports(analysis: Analysis) -> list[str]:
+    cs = analysis.case.connections
+    if not cs.total:
+        return []
+    out = ["### Transports", ""]
+    out += _md_table(["transport", "lines"], [[t, n] for t, n in sorted(cs.by_transport.items())])
+    out += [f"NET lines with GDR: {cs.net_with_gdr}; without: {cs.net_without_gdr}; via proxy: {cs.via_proxy}.", ""]
+    for name, edges in edge_groups(analysis.case.edges):
+        text = "\n".join(edge_text(x) for x in edges[: EVIDENCE_CAP * 3])
+        if len(edges) > EVIDENCE_CAP * 3:
+            text += f"\n... and {len(edges) - EVIDENCE_CAP * 3} more"
+        out += [f"<details><summary>{_cell(name)}: {len(edges)} edges</summary>", ""]
+        out += _fence(text) + ["", "</details>", ""]
+    return out
 
-    if diff is not None:
-        out += ["### Run comparison", "", f"Before: `{diff.before}`; after: `{diff.after}`", ""]
-        if diff.rows:
-            out += _md_table(
-                ["collective", "size", "before", "after", "after/before"],
+
+def _md_benchmarks(plots: list[Plot], names: dict[str, str], unplotted: int) -> list[str]:
+    if not plots:
+        return []
+    out = ["### Benchmarks", ""]
+    for plot in plots:
+        out += [f"![{_cell(plot.alt)}]({names[plot.slug]})", ""]
+    if unplotted:
+        out += [f"... and {unplotted} more runs not plotted", ""]
+    return out
+
+
+def _md_diff(diff: DiffView) -> list[str]:
+    out = ["### Run comparison", "", f"Before: `{diff.before}`; after: `{diff.after}`", ""]
+    if diff.rows:
+        out += _md_table(
+            ["collective", "size", "before", "after", "after/before"],
+            [
                 [
-                    [
-                        r.collective,
-                        human_size(r.size),
-                        r.before,
-                        r.after,
-                        (f"{r.ratio:.2f}" if r.ratio is not None else None)
-                        and (f"{r.ratio:.2f}" + (" **regression**" if r.regression else "")),
-                    ]
-                    for r in diff.rows[:ROWS_CAP]
-                ],
-            )
-        for title, items in (("appeared", diff.appeared), ("disappeared", diff.disappeared)):
-            if items:
-                out += [f"Findings that {title}: " + ", ".join(items), ""]
-    return "\n".join(out).rstrip() + "\n"
+                    r.collective,
+                    human_size(r.size),
+                    r.before,
+                    r.after,
+                    (f"{r.ratio:.2f}" if r.ratio is not None else None)
+                    and (f"{r.ratio:.2f}" + (" **regression**" if r.regression else "")),
+                ]
+                for r in diff.rows[:ROWS_CAP]
+            ],
+        )
+    for title, items in (("appeared", diff.appeared), ("disappeared", diff.disappeared)):
+        if items:
+            out += [f"Findings that {title}: " + ", ".join(items), ""]
+    return out
