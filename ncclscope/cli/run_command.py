@@ -135,16 +135,10 @@ def run(
         # nccl-tests needs GPUs whatever is counted; torch uses gloo where none are found
         gpus = gpu_count(torch_available=chosen.name == "torch")
         on_gpus = gpus > 0 or chosen.name == "nccl-tests"
-        per_host = ranks_per_host or gpus or (planning.CPU_RANKS if chosen.name == "torch" else 1)
-        sweep = planning.Sweep(
-            min_bytes,
-            max_bytes or (planning.GPU_MAX_BYTES if on_gpus else planning.CPU_MAX_BYTES),
-            factor,
-            iters,
-            warmup,
+        sweep = _sweep(min_bytes, max_bytes, factor, iters, warmup, on_gpus)
+        layout = _layout(
+            launcher, ranks_per_host or gpus or (planning.CPU_RANKS if chosen.name == "torch" else 1), hosts
         )
-        sweep.validate()
-        layout = planning.Layout(launcher.value, per_host, planning.parse_hosts(hosts, per_host))
         planning.check_layout(layout, chosen.name)
     except (planning.PlanError, BackendError) as exc:
         err.print(f"ncclscope: {exc}", markup=False)
@@ -176,6 +170,23 @@ def run(
         raise typer.Exit(EXIT_USAGE)
     code = _run(run_dir, chosen.name, layout, env, steps, limit, sweep, keep_going, no_analyze, fail_on)
     raise typer.Exit(code)
+
+
+def _sweep(min_bytes: str, max_bytes: str | None, factor: int, iters: int, warmup: int, on_gpus: bool) -> "Sweep":
+    """The sizes and iterations of each collective (planning.Sweep), checked; the largest size by device kind."""
+    from ncclscope.runner import plan as planning
+
+    largest = max_bytes or (planning.GPU_MAX_BYTES if on_gpus else planning.CPU_MAX_BYTES)
+    sweep = planning.Sweep(min_bytes, largest, factor, iters, warmup)
+    sweep.validate()
+    return sweep
+
+
+def _layout(launcher: LauncherChoice, per_host: int, hosts: str | None) -> "Layout":
+    """How the ranks are laid out over hosts and started (planning.Layout)."""
+    from ncclscope.runner import plan as planning
+
+    return planning.Layout(launcher.value, per_host, planning.parse_hosts(hosts, per_host))
 
 
 def _run_pairs(  # type: ignore[no-untyped-def]
