@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list, rank_text
-from ncclscope.model import CommRank, Finding, Severity
+from ncclscope.model import CommRank, Communicator, Finding, Severity
 
 
 def _lines(n: int) -> str:
@@ -56,17 +57,61 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
     START since 2.18.3); stas00/ml-engineering network/debug/README.md (`grep "Init COMPLETE"` across
     rank logs)
     """
-    warn_procs: dict[tuple[str | None, int | None], int] = defaultdict(int)
-    seen: set[tuple[str, int]] = set()
-    for w in ctx.case.warnings:
-        if w.level in ("WARN", "ABORT") and (w.evidence.source, w.evidence.line) not in seen:
-            seen.add((w.evidence.source, w.evidence.line))
-            warn_procs[(w.host, w.pid)] += 1
+    warn_procs = _warn_lines_per_process(ctx)
     procs_per_host: dict[str, int] = defaultdict(int)
     for p in ctx.case.processes:
         if p.host:
             procs_per_host[p.host] += 1
     for label, comms in ctx.comm_groups:
+        init = _InitState.of(comms, procs_per_host)
+        if not init.stuck and not init.missing:
+            continue
+        cut, stops = input_cut(ctx, {r.evidence.source for r in init.members.values() if r.evidence})
+        size = f"{init.nranks} ranks" if init.nranks else "size unknown"
+        hosts = init.hosts
+        head = (
+            f"{label[0].upper()}{label[1:]} ({size}, {len(hosts)} host{'s' if len(hosts) != 1 else ''} in the inputs)"
+        )
+        if init.stuck and cut and stops and not init.completed:
+            ctx.cannot_judge(
+                "RUN001",
+                f"{head}: ranks {rank_text([r.rank for r in init.stuck])} logged Init START and the input ({cut}) stops"
+                " before any rank completed: it may have been cut there or the job may hang there; the whole log"
+                " (or `ncclras` on the live job) tells which",
+                (r.evidence for r in init.stuck if r.evidence),
+            )
+        elif init.stuck:
+            yield _stuck_ranks(ctx, head, init, warn_procs, cut)
+        elif not init.covered:
+            ctx.cannot_judge(
+                "RUN001",
+                f"{head}: the inputs hold the init lines of {len(init.reported)} of {init.nranks} ranks"
+                f" ({host_list(hosts) or 'no host named'}); whether the others completed init cannot be judged"
+                " without their logs (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log gives one per process)"
+                + (f"; the input looks cut ({cut})" if cut else ""),
+                shown(r.evidence for r in init.members.values() if r.evidence),
+            )
+        else:
+            yield _missing_ranks(head, init, cut)
+
+
+@dataclass
+class _InitState:
+    """One communicator's init as the inputs show it: each rank's furthest record, who completed, who is
+    stuck after Init START, who never logged init, and whether the inputs cover every rank's host."""
+
+    members: dict[tuple, CommRank]
+    nranks: int | None
+    nnodes: int | None
+    reported: set[int]
+    completed: set[int]
+    stuck: list[CommRank]
+    hosts: list[str]
+    missing: list[int]
+    covered: bool
+
+    @classmethod
+    def of(cls, comms: list[Communicator], procs_per_host: dict[str, int]) -> _InitState:
         members: dict[tuple, CommRank] = {}
         for comm in comms:
             for r in comm.ranks:
@@ -83,100 +128,93 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
             key=lambda r: r.rank,
         )
         hosts = sorted({r.host for r in members.values() if r.host})
-        missing = sorted(set(range(nranks)) - reported) if nranks else []
-        if not stuck and not missing:
-            continue
         covered = bool(
             (nnodes and len(hosts) >= nnodes) or (nranks and hosts and sum(procs_per_host[h] for h in hosts) >= nranks)
         )
-        sources = {r.evidence.source for r in members.values() if r.evidence}
-        cut, stops = input_cut(ctx, sources)
-        size = f"{nranks} ranks" if nranks else "size unknown"
-        head = (
-            f"{label[0].upper()}{label[1:]} ({size}, {len(hosts)} host{'s' if len(hosts) != 1 else ''} in the inputs)"
+        missing = sorted(set(range(nranks)) - reported) if nranks else []
+        return cls(members, nranks, nnodes, reported, completed, stuck, hosts, missing, covered)
+
+
+def _warn_lines_per_process(ctx: Context) -> dict[tuple[str | None, int | None], int]:
+    """WARN (and ABORT) lines per (host, pid), each line once."""
+    warn_procs: dict[tuple[str | None, int | None], int] = defaultdict(int)
+    seen: set[tuple[str, int]] = set()
+    for w in ctx.case.warnings:
+        if w.level in ("WARN", "ABORT") and (w.evidence.source, w.evidence.line) not in seen:
+            seen.add((w.evidence.source, w.evidence.line))
+            warn_procs[(w.host, w.pid)] += 1
+    return warn_procs
+
+
+def _stuck_ranks(
+    ctx: Context, head: str, init: _InitState, warn_procs: dict[tuple[str | None, int | None], int], cut: str | None
+) -> Finding:
+    """Ranks that logged Init START and no Init COMPLETE: failed (their WARN lines), waiting for a peer
+    (still retrying a connection) or stuck (a hang)."""
+    stuck, completed, reported = init.stuck, init.completed, init.reported
+    by_host: dict[str, list[int]] = defaultdict(list)
+    for r in stuck:
+        by_host[r.host or "?"].append(r.rank)
+    if len(by_host) > 6:
+        ranks_all = [r.rank for r in stuck]
+        where = f"ranks {rank_text(ranks_all)} on {len(by_host)} hosts ({host_list(sorted(by_host))})"
+    else:
+        where = ", ".join(
+            f"rank{'s' if len(set(rs)) != 1 else ''} {rank_text(rs)} on {h}" for h, rs in sorted(by_host.items())
         )
-        if stuck and cut and stops and not completed:
-            ctx.cannot_judge(
-                "RUN001",
-                f"{head}: ranks {rank_text([r.rank for r in stuck])} logged Init START and the input ({cut}) stops"
-                " before any rank completed: it may have been cut there or the job may hang there; the whole log"
-                " (or `ncclras` on the live job) tells which",
-                (r.evidence for r in stuck if r.evidence),
-            )
-            continue
-        if stuck:
-            by_host: dict[str, list[int]] = defaultdict(list)
-            for r in stuck:
-                by_host[r.host or "?"].append(r.rank)
-            if len(by_host) > 6:
-                ranks_all = [r.rank for r in stuck]
-                where = f"ranks {rank_text(ranks_all)} on {len(by_host)} hosts ({host_list(sorted(by_host))})"
-            else:
-                where = ", ".join(
-                    f"rank{'s' if len(set(rs)) != 1 else ''} {rank_text(rs)} on {h}"
-                    for h, rs in sorted(by_host.items())
-                )
-            message = (
-                f"{head}: {where} logged Init START but no Init COMPLETE"
-                f" ({len(completed)} of the {len(reported)} rank{'s' if len(reported) != 1 else ''} in the inputs"
-                " completed)"
-            )
-            warned = sum(warn_procs.get((r.host, r.pid), 0) for r in {(r.host, r.pid): r for r in stuck}.values())
-            if warned:
-                message += f"; their processes logged {_lines(warned)} of WARN (the failure is reported there)"
-            elif retrying := _retrying_ranks(ctx, stuck):
-                message += (
-                    f"; their processes logged no WARN, and rank{'s' if len(retrying) != 1 else ''}"
-                    f" {rank_text(retrying)} {'were' if len(retrying) != 1 else 'was'} still retrying a connection"
-                    " (NET006): waiting for a peer"
-                )
-            elif not cut:
-                message += "; their processes logged no WARN, so they are stuck (a hang), not failed"
-            if missing and covered:
-                message += f"; ranks {rank_text(missing)} never logged init at all"
-            evidence = shown(r.evidence for r in stuck if r.evidence)
-            severity: Severity = "error"
-            if cut:
-                severity = "warning"
-                message += f"; but the input looks cut ({cut}), so their COMPLETE lines may just be missing"
-            yield make_finding(
-                "RUN001",
-                severity,
-                message,
-                evidence=evidence,
-                evidence_count=len(stuck),
-                hosts=sorted(by_host),
-                ranks=sorted({r.rank for r in stuck}),
-            )
-            continue
-        evidence = shown(r.evidence for r in members.values() if r.evidence)
-        if not covered:
-            ctx.cannot_judge(
-                "RUN001",
-                f"{head}: the inputs hold the init lines of {len(reported)} of {nranks} ranks"
-                f" ({host_list(hosts) or 'no host named'}); whether the others completed init cannot be judged"
-                " without their logs (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log gives one per process)"
-                + (f"; the input looks cut ({cut})" if cut else ""),
-                evidence,
-            )
-            continue
-        message = (
-            f"{head}: ranks {rank_text(missing)} never logged Init START or COMPLETE although the inputs hold the"
-            f" logs of {'all ' + str(nnodes) + ' hosts' if nnodes else 'enough processes on its hosts'}"
+    message = (
+        f"{head}: {where} logged Init START but no Init COMPLETE"
+        f" ({len(completed)} of the {len(reported)} rank{'s' if len(reported) != 1 else ''} in the inputs"
+        " completed)"
+    )
+    warned = sum(warn_procs.get((r.host, r.pid), 0) for r in {(r.host, r.pid): r for r in stuck}.values())
+    if warned:
+        message += f"; their processes logged {_lines(warned)} of WARN (the failure is reported there)"
+    elif retrying := _retrying_ranks(ctx, stuck):
+        message += (
+            f"; their processes logged no WARN, and rank{'s' if len(retrying) != 1 else ''}"
+            f" {rank_text(retrying)} {'were' if len(retrying) != 1 else 'was'} still retrying a connection"
+            " (NET006): waiting for a peer"
         )
-        severity2: Severity = "error"
-        if cut:
-            severity2 = "warning"
-            message += f"; but the input looks cut ({cut}), so the lines may just be missing"
-        yield make_finding(
-            "RUN001",
-            severity2,
-            message,
-            evidence=evidence,
-            evidence_count=len(members),
-            hosts=hosts,
-            ranks=missing,
-        )
+    elif not cut:
+        message += "; their processes logged no WARN, so they are stuck (a hang), not failed"
+    if init.missing and init.covered:
+        message += f"; ranks {rank_text(init.missing)} never logged init at all"
+    severity: Severity = "error"
+    if cut:
+        severity = "warning"
+        message += f"; but the input looks cut ({cut}), so their COMPLETE lines may just be missing"
+    return make_finding(
+        "RUN001",
+        severity,
+        message,
+        evidence=shown(r.evidence for r in stuck if r.evidence),
+        evidence_count=len(stuck),
+        hosts=sorted(by_host),
+        ranks=sorted({r.rank for r in stuck}),
+    )
+
+
+def _missing_ranks(head: str, init: _InitState, cut: str | None) -> Finding:
+    """Ranks that never logged init although the inputs hold the logs of every host of the communicator."""
+    nnodes = init.nnodes
+    message = (
+        f"{head}: ranks {rank_text(init.missing)} never logged Init START or COMPLETE although the inputs hold the"
+        f" logs of {'all ' + str(nnodes) + ' hosts' if nnodes else 'enough processes on its hosts'}"
+    )
+    severity: Severity = "error"
+    if cut:
+        severity = "warning"
+        message += f"; but the input looks cut ({cut}), so the lines may just be missing"
+    return make_finding(
+        "RUN001",
+        severity,
+        message,
+        evidence=shown(r.evidence for r in init.members.values() if r.evidence),
+        evidence_count=len(init.members),
+        hosts=init.hosts,
+        ranks=init.missing,
+    )
 
 
 def _retrying_ranks(ctx: Context, stuck: list[CommRank]) -> list[int]:
