@@ -322,3 +322,13 @@ def test_a_record_that_lost_its_host_name_is_put_on_its_process_host(tmp_path: P
     case = read_case([str(log)], jobs=1).case
     assert [h.name for h in case.hosts] == ["gpu-a1"]
     assert [(p.host, p.pid) for p in case.processes] == [("gpu-a1", 4412)]
+
+
+def test_markdown_findings_table_keeps_angle_brackets_visible() -> None:
+    """A `<` in a finding's message is escaped in its table cell, as in the Markdown report: GitHub would
+    take `<51277>` for an HTML tag and hide it (common/markdown.py, one escaper for every table)."""
+    proc = run_cli(
+        "analyze", "--format", "markdown", "--fail-on", "never", "fixtures/framework/torch23_nccl_error_last_error.log"
+    )
+    rows = [line for line in proc.stdout.decode().splitlines() if line.startswith("| warning | RUN005")]
+    assert rows and "10.42.7.19&lt;51277>" in rows[0], proc.stdout
