@@ -41,7 +41,8 @@ class Assembly:
 
     def __init__(self) -> None:
         # not validated: the assembly fills it field by field, and validating the empty Case builds the
-        # schema of every model it holds (20 ms of a small `analyze`, issue 11), which only JSON output needs
+        # schema of every model it holds (a large part of a small `analyze`'s start-up, issue 11), which only
+        # JSON output needs
         self.case = Case.model_construct(ncclscope_version=__version__)
         self._builder = Builder(self.case)
         self._summary = ConnectionSummary()

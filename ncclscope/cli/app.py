@@ -5,7 +5,7 @@ on stderr names it) or a usage error; 3 an internal error (a one-line message, n
 """
 
 # No `from __future__ import annotations` here: typer reads the commands' signatures on every run, and
-# string annotations it must evaluate one by one (some 270 in all, 10 ms of start-up).
+# string annotations it must evaluate one by one (some 270 in all, a cost at every start-up).
 
 import json
 import os
@@ -92,7 +92,7 @@ def _read(paths: list[str], jobs: int | None, redact: bool):  # type: ignore[no-
 
 def _json_output_ahead(name: str) -> None:
     """Builds the serializer of the model (`Case` or `Analysis`) that is to be written as JSON, now: the
-    Case and the Analysis are made unvalidated, so it is otherwise built as the output is written, 20 ms
+    Case and the Analysis are made unvalidated, so it is otherwise built as the output is written, a cost
     on one core after every worker has ended; now, the workers started early parse meanwhile."""
     from ncclscope import model
 

@@ -29,7 +29,7 @@ def main() -> None:
     # nothing. Pause it, then freeze what was imported so later collections skip it.
     gc.disable()
     # pydantic looks for plugins among the entry points of every installed package on the first model
-    # it builds (importlib.metadata, ~13 ms in a venv with torch); the command line uses none
+    # it builds (importlib.metadata, slow to import); the command line uses none
     if os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__") == "__all__":
         _pydantic_plugin_loader_that_finds_none()
     if len(sys.argv) > 1 and sys.argv[1] not in WITHOUT_NUMPY and not {"--help", "-h"} & set(sys.argv):
@@ -59,7 +59,7 @@ def _large_file(arg: str) -> bool:
 
 def _pydantic_plugin_loader_that_finds_none() -> None:
     """With every plugin disabled, pydantic's plugin loader finds none, but importing it still loads
-    importlib.metadata and email (10 ms on every command that reads, against a 0.4 s start-up target): a
+    importlib.metadata and email (paid by every command that reads, against the start-up target): a
     loader that finds none stands in, for this process only (a program that imports ncclscope.api keeps
     pydantic's own), and only while pydantic has not loaded its own."""
     name = "pydantic.plugin._loader"
@@ -70,7 +70,7 @@ def _pydantic_plugin_loader_that_finds_none() -> None:
 
 
 def _load_numpy_single_threaded() -> None:
-    """numpy's OpenBLAS starts a thread per core as it loads, and each spins for about 0.1 s of CPU
+    """numpy's OpenBLAS starts a thread per core as it loads, and each spins for a while
     time waiting for work that never comes: ncclscope does no linear algebra, and on 2 cores that
     time is taken from the parser. The variable is set only while numpy loads (OpenBLAS reads it
     then): the jobs that `ncclscope run` starts inherit os.environ, and they may want their threads."""

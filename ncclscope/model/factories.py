@@ -1,7 +1,7 @@
 """Default factories for the fields of pydantic models.
 
 Pydantic asks each default factory for its signature (does it take the validated data?), and for the
-builtins `list` and `dict` inspect parses a text signature: 70 us a field, some 160 fields, paid each
+builtins `list` and `dict` inspect parses a text signature: a cost for each of some 160 fields, paid each
 time a command builds a model's schema. A plain function answers at once.
 """
 

@@ -38,7 +38,7 @@ def _cache_file(name: str, starts: list[str]) -> str | bool:
     pickle: on a shared login node another user could plant that file and run code as whoever
     starts ncclscope next. So the cache lives only in a directory that this user owns and nobody
     else can write ($XDG_CACHE_HOME/ncclscope, or ~/.cache/ncclscope); without one, no cache
-    (the grammar is then built on each run, ~0.3 s slower). Lark checks the grammar's hash inside
+    (the grammar is then built on each run, slower). Lark checks the grammar's hash inside
     the file, so an edited grammar is rebuilt, never served stale.
     """
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -67,7 +67,7 @@ def load(name: str, start: str | tuple[str, ...] = "start") -> Lark:
         start=starts,
         propagate_positions=False,  # tokens carry their positions; tree positions are never read (and cost 40%)
         maybe_placeholders=False,
-        cache=_cache_file(name, starts),  # start-up: loading a built parser takes ~0.04 s
+        cache=_cache_file(name, starts),  # start-up: loading a built parser is much faster than building it
     )
 
 

@@ -311,7 +311,7 @@ class LogResult:
     def __getstate__(self) -> dict[str, Any]:
         """A worker's range holds tens of thousands of records (the first 16 MB of the mixed bench log:
         55k): they travel as columns (line numbers, lines, shapes), not as one pickled object each,
-        which took the worker 0.08 s while the assembly waited for them. Other kinds of Event go whole."""
+        which kept the worker busy while the assembly waited for them. Other kinds of Event go whole."""
         state = self.__dict__.copy()
         events = state["events"]
         others = [(i, e) for i, e in enumerate(events) if type(e) is not Event]

@@ -48,7 +48,7 @@ class XmlRefused(ValueError):
 def read_xml(data: bytes, source: str) -> tuple[NcclTopologyDump | NcclGraphDump | None, list[str]]:
     """The dump and the problems met (a file cut in the middle keeps what came before the cut).
     Raises XmlRefused for a hostile or oversized document."""
-    # imported here: every reader sniffs for XML, few inputs are XML (ElementTree costs 20 ms of start-up)
+    # imported here: every reader sniffs for XML, few inputs are XML (ElementTree is slow to import)
     from xml.etree.ElementTree import ParseError
 
     from defusedxml import DefusedXmlException

@@ -87,7 +87,7 @@ def gc_paused(frozen_after: bool = False) -> Iterator[None]:
     cycles, and every full collection walks them all (a quarter of the time of a large log).
     `frozen_after`: what is alive at the end is frozen (gc.freeze) before collection resumes, for a
     caller that keeps it to the end of the process; else the first full collection after the pause
-    walks all of it (0.1 s after a 100 MB log). The few cycles already garbage then are never freed."""
+    walks all of it, long after a large log. The few cycles already garbage then are never freed."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -101,7 +101,7 @@ def gc_paused(frozen_after: bool = False) -> Iterator[None]:
 
 def start(work: list[InputFile], workers: int) -> Pool:
     """Forked workers, every task given to them (the pool hands them out as workers free up)."""
-    from concurrent.futures import ProcessPoolExecutor  # 30 ms of imports: only when a pool is needed
+    from concurrent.futures import ProcessPoolExecutor  # slow imports: only when a pool is needed
 
     fields.grammar_parser()  # build the grammar once; forked workers inherit it
     _keep_freed_memory()
