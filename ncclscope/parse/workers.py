@@ -84,7 +84,7 @@ def run_task(task: InputFile) -> ParsedInput | RangePart:
 @contextmanager
 def gc_paused(frozen_after: bool = False) -> Iterator[None]:
     """No cyclic garbage collection while reading: parsing makes millions of small objects and few
-    cycles, and every full collection walks them all (a quarter of the time of a large log).
+    cycles, and every full collection walks them all (much of the time of a large log).
     `frozen_after`: what is alive at the end is frozen (gc.freeze) before collection resumes, for a
     caller that keeps it to the end of the process; else the first full collection after the pause
     walks all of it, long after a large log. The few cycles already garbage then are never freed."""
