@@ -1,4 +1,4 @@
-"""Each host's device tree (ncclscope/device_tree.py): NCCL's PCIe tree with the host's own reports joined by
+"""Each host's device tree (case/device_tree.py): NCCL's PCIe tree with the host's own reports joined by
 bus id, UUID and NIC name, degraded links marked on the rules' grounds, and the NIC <-> GPU paths NCCL chose."""
 
 from __future__ import annotations

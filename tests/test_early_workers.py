@@ -175,7 +175,7 @@ def test_workers_stopped_before_their_initializer_ran_end_even_when_the_parent_c
     big_log: Path, pools_started: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker forked a moment ago still has the parent's signal handlers until its initializer runs.
-    Where the parent catches SIGTERM (interrupts.py while reading, or a program that imports ncclscope),
+    Where the parent catches SIGTERM (inputs/interrupts.py while reading, or a program that imports ncclscope),
     a SIGTERM sent then only calls that handler, and the worker goes on with its ranges: stop must not
     rely on it. The workers end by the stop (a signal), not by finishing their work."""
     initializer = workers._ignore_ctrl_c

@@ -208,7 +208,7 @@ def test_records_that_lost_their_host_name_read_in_ranges_give_the_case_one_proc
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record whose host name was cut off belongs to the one host its pid has elsewhere; here that
-    host appears only ranges later, after the records before it were already walked (reading.py walks
+    host appears only ranges later, after the records before it were already walked (case/read.py walks
     a range's records while workers parse the next)."""
     monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
     monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)

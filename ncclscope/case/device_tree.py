@@ -2,7 +2,7 @@
 (its topology dump) and as the host reports it (`nvidia-smi -q`, `nvidia-smi nvlink -s`, `ibstat`), the links
 that run below what they should in a state of their own, and the GPU <-> NIC paths NCCL chose (its graph dump).
 
-The HTML report and the TUI's Topology screen draw it; the judging is links.py's, the same that TOPO007,
+The HTML report and the TUI's Topology screen draw it; the judging is case/links.py's, the same that TOPO007,
 TOPO008 and NET008 report, so that what is red here is what the findings explain.
 Without a topology dump there is no PCIe tree: the host's own reports are listed flat.
 """
@@ -68,7 +68,7 @@ def device_trees(case: Case) -> list[HostTree]:
 
 @dataclass
 class _Judged:
-    """The host reports, keyed to join them to NCCL's devices, and what links.py finds wrong in them."""
+    """The host reports, keyed to join them to NCCL's devices, and what case/links.py finds wrong in them."""
 
     smi_by_bus: dict[int | None, SmiGpu]
     nvlink_by_uuid: dict[str, NvlinkGpu]

@@ -1,5 +1,5 @@
 """Which links of a host run below what they should: the judgement TOPO007, TOPO008 and NET008 report and
-the device tree (device_tree.py) paints, in one place so that both always agree.
+the device tree (case/device_tree.py) paints, in one place so that both always agree.
 
 Every comparison stays on one host (one dump, one report) and among peers of the same kind: a minority
 below the others is a fault, a whole host built that way is not. Light imports only: the TUI uses it.

@@ -163,7 +163,8 @@ class _InOrder:
 def _read_all(
     files: list[InputFile], jobs: int | None, progress: Callable[[int], None] | None
 ) -> tuple[Case, list[str]]:
-    """The inputs parsed and assembled, and the names of those a Ctrl-C or SIGTERM left unread (interrupts.py)."""
+    """The inputs parsed and assembled, and the names of those a Ctrl-C or SIGTERM left unread
+    (inputs/interrupts.py)."""
     count = workers.count(files, jobs)
     unread: list[str] = []
     inputs = _InOrder()

@@ -393,7 +393,7 @@ def _on_net_ib(b: Builder, s: ProcessState, e: Event, path: str) -> None:
                 )
         return
     if "gdr" in f:
-        return  # a fact (facts.py)
+        return  # a fact (case/facts.py)
     if (
         any(
             k in f

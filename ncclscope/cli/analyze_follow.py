@@ -13,7 +13,7 @@ alarms while the job runs: they wait for the end of the input. A running summary
 When no line has arrived for `idle` seconds while a communicator's init is incomplete or collectives
 are under way (COLL lines, watchdog lines), the job looks hung: it says so once per quiet spell, with
 what each communicator's ranks reached (progress.waiting_report). The end: EOF on
-stdin, or Ctrl-C / SIGTERM (interrupts.py); then the remaining findings and the exit status of
+stdin, or Ctrl-C / SIGTERM (inputs/interrupts.py); then the remaining findings and the exit status of
 `analyze` (128 + signal after a signal).
 """
 

@@ -13,7 +13,7 @@ import types
 
 # commands that never load numpy (help neither): they need not pay for loading it early
 WITHOUT_NUMPY = frozenset({"schema", "version"})
-# commands that read their inputs with the workers of reading.py, which may start before the command line
+# commands that read their inputs with the workers of case/read.py, which may start before the command line
 READING_COMMANDS = frozenset({"parse", "analyze", "report"})
 LARGE_FILE_BYTES = 48 * 1024 * 1024  # split.SPLIT_MIN_BYTES, not imported: split.py loads the parser
 
@@ -37,7 +37,7 @@ def main() -> None:
     if sys.argv[1:2] and sys.argv[1] in READING_COMMANDS and any(map(_large_file, sys.argv[2:])):
         from ncclscope.parse import workers
 
-        workers.start_early(sys.argv[2:])  # the workers parse while the command line loads (workers.py)
+        workers.start_early(sys.argv[2:])  # the workers parse while the command line loads (parse/workers.py)
     from ncclscope.cli.app import main as run_cli
 
     gc.freeze()

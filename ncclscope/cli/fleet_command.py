@@ -1,6 +1,6 @@
 """`ncclscope fleet`: wiring only (fleet.py judges, render/fleet.py writes)."""
 
-# No `from __future__ import annotations` (see cli.py): typer would evaluate this command's annotations.
+# No `from __future__ import annotations` (see cli/app.py): typer would evaluate this command's annotations.
 
 import sys
 from enum import Enum

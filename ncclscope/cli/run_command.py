@@ -5,7 +5,7 @@ out, or a finding reached --fail-on (default error, as `analyze`); 2 a usage pro
 to run; 130 interrupted (what was collected is kept and analyzed); 3 an internal error.
 """
 
-# No `from __future__ import annotations` (see cli.py): the names imported for type checking only are
+# No `from __future__ import annotations` (see cli/app.py): the names imported for type checking only are
 # quoted where they annotate.
 
 import os

@@ -1,6 +1,6 @@
 """`ncclscope tui`: open inputs in the terminal UI (imports Textual only when the command runs)."""
 
-# No `from __future__ import annotations` (see cli.py): typer would evaluate this command's annotations.
+# No `from __future__ import annotations` (see cli/app.py): typer would evaluate this command's annotations.
 
 import sys
 from typing import Annotated

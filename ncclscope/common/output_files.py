@@ -149,7 +149,7 @@ def write_output(text: str | bytes | Iterable[bytes], output: Path | None) -> No
         _write_all(buffer, chunks)
         buffer.flush()
         return
-    write_file(output, chunks)  # never renamed over a device or pipe (output_files.py)
+    write_file(output, chunks)  # never renamed over a device or pipe (common/output_files.py)
 
 
 # ------------------------------------------------------------------------------------ a reader that leaves

@@ -2,7 +2,7 @@
 
 `FollowedInput` watches it: a file's size (truncated, replaced or rewritten in place: read again from its
 start), or stdin copied by a thread into a private spool file, so that the bytes can be read again from
-the start by every analysis. Only whole lines count until the input ends. `analyze --follow` (follow.py)
+the start by every analysis. Only whole lines count until the input ends. `analyze --follow` (cli/analyze_follow.py)
 and `tui --follow` (tui/following.py) both read through it.
 """
 

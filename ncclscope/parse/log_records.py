@@ -337,7 +337,7 @@ FRAGMENT_REASON = "a fragment of an NCCL record (cut by the paste or by another 
 REFUSED_REASON = "unreadable record"  # the grammar's reason follows
 
 
-DAMAGED_REASONS = (FRAGMENT_REASON, REFUSED_REASON)  # what a damaged input leaves (source.py: `truncated`)
+DAMAGED_REASONS = (FRAGMENT_REASON, REFUSED_REASON)  # what a damaged input leaves (parse/one_input.py: `truncated`)
 
 
 def record_kind(record: RecordShape) -> str:

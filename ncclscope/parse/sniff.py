@@ -2,7 +2,7 @@
 NCCL's XML, nccl-tests -J JSON; anything else is read line by line.
 
 Apart from the readers of those documents (and their models) because the split of a large log into
-byte ranges asks too, before its workers are forked: what they do not need is loaded after (workers.py).
+byte ranges asks too, before its workers are forked: what they do not need is loaded after (parse/workers.py).
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 Which tasks, how many workers, the pool that runs them, and an early start. Once its parsers are
 loaded, a reading command still spends a tenth of a second or more loading typer and the rules and
-reading its command line while one core idles, and the workers need none of that. So entry.py calls
+reading its command line while one core idles, and the workers need none of that. So cli/entry.py calls
 `start_early` with the arguments of a reading command before it loads the command line; when they
 name one existing file large enough to be read in ranges, the workers are forked and given their
 ranges at once.
-reading.py adopts them when the tasks it makes are the same (the same file and ranges, as many
+case/read.py adopts them when the tasks it makes are the same (the same file and ranges, as many
 workers); whatever else the command line turns out to mean (`--help`, a misread option, `--follow`),
 `discard_early` stops them, and nothing they did is kept.
 """
@@ -75,7 +75,7 @@ def run_task(task: InputFile) -> ParsedInput | RangePart:
         if task.span is not None:
             return parse_range(task)
         # the other readers and the models load here, not before the fork: workers forked early for the
-        # ranges of a large log need neither, and the command loads them beside the workers (entry.py)
+        # ranges of a large log need neither, and the command loads them beside the workers (cli/entry.py)
         from ncclscope.parse.one_input import parse_input
 
         return parse_input(task)
@@ -119,7 +119,7 @@ def stop(pool: Pool) -> None:
     pool_thread = getattr(executor, "_executor_manager_thread", None)
     for process in workers_left:
         # SIGKILL, not SIGTERM: a worker forked a moment ago has not yet run its initializer and still
-        # carries the parent's handlers, which may catch SIGTERM (interrupts.py, or a host program's)
+        # carries the parent's handlers, which may catch SIGTERM (inputs/interrupts.py, or a host program's)
         process.kill()
     executor.shutdown(wait=False, cancel_futures=True)
     # A worker stopped while it sent a result leaves half a message in the pipe; the pool's thread that

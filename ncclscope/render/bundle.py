@@ -166,7 +166,7 @@ def _manifest(contents: dict[str, Path], redact: bool, command: str, notes: list
 
 
 def _write_archive(out: Path, contents: dict[str, Path], manifest: dict[str, object]) -> None:
-    if written_in_place(out):  # /dev/null, a pipe: written into, never renamed over (output_files.py)
+    if written_in_place(out):  # /dev/null, a pipe: written into, never renamed over (common/output_files.py)
         try:
             with open(out, "wb") as raw, tarfile.open(fileobj=raw, mode="w|gz") as tar:
                 _fill_archive(tar, contents, manifest)

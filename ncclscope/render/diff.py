@@ -358,7 +358,7 @@ def diff_plot_png(diff: RunDiff, path: str | Path) -> Path | None:
         fig.tight_layout()
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=100)
-        write_file(target, buffer.getvalue())  # never renamed over a device or pipe (output_files.py)
+        write_file(target, buffer.getvalue())  # never renamed over a device or pipe (common/output_files.py)
     finally:
         plt.close(fig)
     return target

@@ -81,7 +81,7 @@ def _write_all(files: list[tuple[Path, bytes]]) -> None:
     pending: list[Replacement] = []
     try:
         for target, data in files:
-            if written_in_place(target):  # /dev/null, a pipe: never renamed over (output_files.py)
+            if written_in_place(target):  # /dev/null, a pipe: never renamed over (common/output_files.py)
                 write_in_place(target, data)
                 continue
             pending.append(Replacement(target, permissions(0o666)))

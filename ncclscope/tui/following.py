@@ -2,7 +2,7 @@
 its output piped in), like `tail -f`: new lines reach the raw log as they arrive, and the findings and every
 screen are analysed again from the start of the input when whole new lines have come.
 
-- `FollowedInput` (growing.py) watches the input: a file's size, or stdin copied by a thread into a private
+- `FollowedInput` (inputs/growing.py) watches the input: a file's size, or stdin copied by a thread into a private
   spool file (here the terminal becomes the keyboard, loading.py). Only whole lines are shown and analysed
   until the input ends.
 - `FollowParse` is one child process (spawned, like loading.BackgroundParse, so that the interface keeps the

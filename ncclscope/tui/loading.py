@@ -84,7 +84,7 @@ def prepare_inputs(paths: list[str], stdin: BinaryIO | None = None) -> PreparedI
 
 def spool(stream: BinaryIO, target: Path) -> int:
     """Copy a stream (a pipe) to `target` in blocks; the number of bytes copied. Ctrl-C or SIGTERM
-    (a hung job's pipe never ends) stops the copy and keeps what came (interrupts.py)."""
+    (a hung job's pipe never ends) stops the copy and keeps what came (inputs/interrupts.py)."""
     copied = 0
     read = getattr(stream, "read1", stream.read)
     with open(target, "wb") as out, interrupts.stop_signals():

@@ -1,5 +1,5 @@
 """The Topology screen of the TUI: `nvidia-smi topo -m` matrices coloured by link class, each GPU's nearest NIC
-with its NUMA/CPU affinity, each host's device tree (device_tree.py: what NCCL detected, the host's own reports of
+with its NUMA/CPU affinity, each host's device tree (case/device_tree.py: what NCCL detected, the host's own reports of
 its links, degraded links in red, the GPU <-> NIC paths NCCL chose), and the findings about the wiring."""
 
 from __future__ import annotations

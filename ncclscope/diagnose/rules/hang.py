@@ -1,4 +1,4 @@
-"""HANG rules: which rank a hung job waits for (Case.progress, built by progress.py from Flight
+"""HANG rules: which rank a hung job waits for (Case.progress, built by case/hang_progress.py from Flight
 Recorder dumps, ncclras reports, COLL lines and PyTorch watchdog lines).
 
 A collective completes only when every rank of its group enters it. When ranks stop at different

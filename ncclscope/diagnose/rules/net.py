@@ -151,7 +151,7 @@ def _interfaces(hosts: Sequence[HostNet]) -> str:
 
 
 # ------------------------------------------------------------------------------------ NET002
-# What each kind of RdmaProblem (facts.py) says, in a finding's words
+# What each kind of RdmaProblem (case/facts.py) says, in a finding's words
 RDMA_CAUSES = {
     "libibverbs_missing": "libibverbs could not be loaded",
     "no_ib_device": "NET/IB found no device",
