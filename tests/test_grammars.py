@@ -74,3 +74,12 @@ def test_a_planted_file_in_the_temp_dir_is_never_read(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert any(planted.iterdir()), "the planted files were not written: the test would prove nothing"
     assert not marker.exists()
+
+
+def test_the_nccl_log_grammar_is_its_folders_files_in_the_order_of_their_names() -> None:
+    """grammars/nccl_log/: one grammar in a file per group of record families, joined whole and in order."""
+    parts = sorted((grammars.grammar_dir() / "nccl_log").glob("*.lark"))
+    assert len(parts) > 1
+    assert grammars.grammar_text("nccl_log") == "".join(p.read_text(encoding="utf-8") for p in parts)
+    names = [p.name for p in parts]
+    assert names[0] == "00_record.lark"  # the prefix and the start rules come first

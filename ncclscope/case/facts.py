@@ -1,4 +1,4 @@
-"""The typed facts the rules read, one per record family that states one (grammars/nccl_log.lark
+"""The typed facts the rules read, one per record family that states one (grammars/nccl_log/
 names the fields): interfaces, GPUDirect RDMA state, IB completion errors, socket failures, RDMA
 that cannot be used, P2P support, CUDA errors, unreadable sysfs attributes.
 

@@ -1,7 +1,9 @@
 """Loads the Lark grammars (grammars/*.lark) once and builds their parsers.
 
 The grammars are the single source of truth for syntax. In a checkout they live in the top-level
-grammars/ folder; in an installed wheel they are shipped as ncclscope/grammars_data/.
+grammars/ folder; in an installed wheel they are shipped as ncclscope/grammars_data/. A grammar too
+large for one file is a folder of its name (grammars/nccl_log/: a file per group of record families),
+whose files are one grammar joined in the order of their names.
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # ncclscope/
 def grammar_dir() -> Path:
     """Where the .lark files are: inside the installed package, else the repository's grammars/."""
     for candidate in (_PACKAGE_DIR / "grammars_data", _PACKAGE_DIR.parent / "grammars"):
-        if (candidate / "nccl_log.lark").is_file():
+        if (candidate / "nccl_log").is_dir():
             return candidate
-    raise FileNotFoundError("ncclscope grammars not found (expected grammars/nccl_log.lark)")
+    raise FileNotFoundError("ncclscope grammars not found (expected grammars/nccl_log/)")
 
 
 @cache
 def grammar_text(name: str) -> str:
+    """grammars/<name>.lark, or the files of grammars/<name>/ joined in the order of their names."""
+    folder = grammar_dir() / name
+    if folder.is_dir():
+        return "".join(part.read_text(encoding="utf-8") for part in sorted(folder.glob("*.lark")))
     return (grammar_dir() / f"{name}.lark").read_text(encoding="utf-8")
 
 

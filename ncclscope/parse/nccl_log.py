@@ -1,4 +1,4 @@
-"""NCCL debug log lines -> records, fast, with grammars/nccl_log.lark as the authority.
+"""NCCL debug log lines -> records, fast, with grammars/nccl_log/ as the authority.
 
 Large logs repeat a few hundred line shapes millions of times. A line's *skeleton* is the line
 with every digit replaced by '0': lines of one skeleton have the same length and the same

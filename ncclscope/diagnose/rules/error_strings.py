@@ -1,5 +1,5 @@
 """The one table of free-text error strings: texts that NCCL quotes from the system rather than prints
-from its own formats. Everything NCCL prints itself is cut into fields by grammars/nccl_log.lark;
+from its own formats. Everything NCCL prints itself is cut into fields by grammars/nccl_log/;
 these strings come from elsewhere and vary with the C library, the CUDA version and the framework:
 - strerror(errno) texts that socket and verbs failures quote ("Connection refused" ...);
 - CUDA error strings (cudaGetErrorString / cuGetErrorString) that `Cuda failure` quotes;
