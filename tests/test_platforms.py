@@ -11,8 +11,9 @@ import pytest
 from ncclscope.case.read import read_case
 from ncclscope.diagnose.bandwidth import judge_bandwidth
 from ncclscope.diagnose.engine import analyze
-from ncclscope.diagnose.expectations import DATA_FILE, ExpectedBusbw, platform_spec, reference
+from ncclscope.diagnose.expectations import DATA_FILE, platform_spec, reference
 from ncclscope.diagnose.platform import detect_platform
+from ncclscope.diagnose.reference_data import ExpectedBusbw
 from ncclscope.model import BandwidthJudgement, Platform
 
 from conftest import REPO

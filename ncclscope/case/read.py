@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -19,11 +20,13 @@ from ncclscope.case.assemble import Assembly
 from ncclscope.common.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE, FailOn, findings_exit
 from ncclscope.inputs import interrupts
 from ncclscope.inputs.opening import RUN_MANIFEST, InputFile, expand_inputs, run_manifest
-from ncclscope.inputs.redact import Redactor, redact_inputs
 from ncclscope.model import Case, RunRecord
 from ncclscope.parse import workers
 from ncclscope.parse.one_input import JoinedRanges, ParsedInput, parse_input
 from ncclscope.parse.split import RangePart
+
+if TYPE_CHECKING:
+    from ncclscope.inputs.redact import Redactor
 
 __all__ = [
     "EXIT_FINDINGS",
@@ -67,6 +70,8 @@ def read_case_redacted(
     Everything in the outcome (case, source names, messages) is built from redacted text, so the
     analysis and every report drawn from it carry pseudonyms only.
     """
+    from ncclscope.inputs.redact import redact_inputs  # only with --redact
+
     files, problems = expand_inputs(paths)
     with tempfile.TemporaryDirectory(prefix="ncclscope-redact-") as tmp:
         copies, redactor = redact_inputs(files, Path(tmp), redactor)

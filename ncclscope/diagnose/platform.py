@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
-from ncclscope.diagnose.expectations import PlatformSpec, platform_spec
+from ncclscope.diagnose.expectations import platform_spec
 from ncclscope.model import BenchmarkRun, Case, Evidence, Platform
+
+if TYPE_CHECKING:
+    from ncclscope.diagnose.reference_data import PlatformSpec
 
 NV_RE = re.compile(r"^NV(\d+)$")
 

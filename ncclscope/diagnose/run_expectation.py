@@ -9,13 +9,10 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ncclscope.common.words import exact_size
 from ncclscope.diagnose.expectations import (
-    BusbwEntry,
-    NicEntry,
-    PcieEntry,
-    PlatformSpec,
     figure,
     gpus_fit,
     platform_spec,
@@ -25,6 +22,9 @@ from ncclscope.diagnose.expectations import (
 )
 from ncclscope.diagnose.platform import host_gpus
 from ncclscope.model import BenchmarkRow, BenchmarkRun, Case, Platform
+
+if TYPE_CHECKING:
+    from ncclscope.diagnose.reference_data import BusbwEntry, NicEntry, PcieEntry, PlatformSpec
 
 GIB = 1 << 30
 # collectives whose cross-host traffic cannot be spread over the NICs of a host (sjeaugey nccl-tests#267)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ncclscope.common.words import exact_size
 from ncclscope.diagnose.bandwidth import unjudged_need
-from ncclscope.diagnose.expectations import LatencyReference, judging, latency_references, spec_by_key
+from ncclscope.diagnose.expectations import judging, latency_references, spec_by_key
 from ncclscope.diagnose.platform import cpu_run
 from ncclscope.diagnose.rules.bench_common import (
     gbs_text,
@@ -24,6 +25,9 @@ from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.run_expectation import run_facts
 from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Evidence, Finding
+
+if TYPE_CHECKING:
+    from ncclscope.diagnose.reference_data import LatencyReference
 
 THROTTLING_ENV = {
     "NCCL_P2P_DISABLE": "1",

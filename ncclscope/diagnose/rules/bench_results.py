@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ncclscope.common.words import exact_size
-from ncclscope.diagnose.expectations import DataCheck
 from ncclscope.diagnose.expectations import data_check as data_check_reference
 from ncclscope.diagnose.rules.bench_common import (
     OLD_ERROR_LAYOUTS,
@@ -22,6 +22,9 @@ from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.error_strings import test_failure_meaning
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import BenchmarkRun, Finding, TestFailure
+
+if TYPE_CHECKING:
+    from ncclscope.diagnose.reference_data import DataCheck
 
 
 # -------------------------------------------------------------------------------------- BW003
