@@ -83,3 +83,22 @@ def test_the_nccl_log_grammar_is_its_folders_files_in_the_order_of_their_names()
     assert grammars.grammar_text("nccl_log") == "".join(p.read_text(encoding="utf-8") for p in parts)
     names = [p.name for p in parts]
     assert names[0] == "00_record.lark"  # the prefix and the start rules come first
+
+
+def test_the_readers_quick_filters_take_their_patterns_from_the_grammars() -> None:
+    """A record's timestamp and a test binary's name are written once, in the grammars; the pre-filters that
+    find them before the grammar is asked use that text (grammars.terminal_regex)."""
+    import re
+
+    import pytest
+
+    from ncclscope.parse import nccl_tests, normalize
+
+    timestamp = grammars.terminal_regex("nccl_log", "TIMESTAMP")
+    assert normalize.RECORD_PREFIX_RE.pattern.startswith(f"(?:{timestamp}[ \\t])?")
+    assert re.fullmatch(timestamp, "[2025-03-01 12:00:01]") and not re.fullmatch(timestamp, "[3]")
+    lead = grammars.terminal_regex("nccl_tests", "INVOCATION_LEAD")
+    assert lead.endswith(f"(?={nccl_tests._INVOCATION.pattern})")
+    assert nccl_tests._INVOCATION.search("$ ./build/all_reduce_perf -b 8 -e 8G")
+    with pytest.raises(LookupError, match="NO_SUCH"):
+        grammars.terminal_regex("nccl_log", "NO_SUCH")

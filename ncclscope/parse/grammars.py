@@ -9,13 +9,15 @@ whose files are one grammar joined in the order of their names.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lark
-from lark import Lark
+if TYPE_CHECKING:
+    from lark import Lark
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # ncclscope/
 
@@ -35,6 +37,20 @@ def grammar_text(name: str) -> str:
     if folder.is_dir():
         return "".join(part.read_text(encoding="utf-8") for part in sorted(folder.glob("*.lark")))
     return (grammar_dir() / f"{name}.lark").read_text(encoding="utf-8")
+
+
+def terminal_regex(name: str, terminal: str) -> str:
+    """The regular expression of a terminal of grammars/<name> (`TERMINAL: /.../`), as Python's re takes
+    it: a reader's quick pre-filter that needs the same text as the grammar takes it from here, so the
+    grammar stays its one home. Read from the grammar's text: no parser is built for it."""
+    match = re.search(
+        rf"^{re.escape(terminal)}(?:\.\d+)?:[ \t]*/((?:[^/\\\n]|\\.)+)/[imslux]*[ \t]*(?://.*)?$",
+        grammar_text(name),
+        re.MULTILINE,
+    )
+    if match is None:
+        raise LookupError(f"grammars/{name}: no terminal {terminal} written as a regular expression")
+    return match[1].replace("\\/", "/")
 
 
 def _cache_file(name: str, starts: list[str]) -> str | bool:
@@ -58,6 +74,8 @@ def _cache_file(name: str, starts: list[str]) -> str | bool:
     private = stat.S_ISDIR(info.st_mode) and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if not private or (getuid is not None and info.st_uid != getuid()):
         return False
+    import lark
+
     tag = f"{name}-{'-'.join(starts)}-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
     return str(folder / f"{tag}.cache")
 
@@ -65,6 +83,8 @@ def _cache_file(name: str, starts: list[str]) -> str | bool:
 @cache
 def load(name: str, start: str | tuple[str, ...] = "start") -> Lark:
     """An LALR parser for grammars/<name>.lark; its tokens keep their positions (the shape cache needs them)."""
+    from lark import Lark  # here: a reader of the grammar's text alone (terminal_regex) need not load Lark
+
     starts = list(start) if isinstance(start, tuple) else [start]
     return Lark(
         grammar_text(name),

@@ -37,7 +37,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
 from ncclscope.model import BenchmarkRow, BenchmarkRun, Evidence, Measurement, TestDevice, TestFailure
-from ncclscope.parse.grammars import load
+from ncclscope.parse.grammars import load, terminal_regex
 from ncclscope.parse.nccl_tests_infer import infer
 
 _GRAMMAR = "nccl_tests"
@@ -86,8 +86,10 @@ _TYPE_NAME = re.compile(r"u?int(?:8|32|64)?|half|float(?:16|32|64)?|double|bfloa
 _HEADERLESS_MIN_CELLS = 11
 
 _PROGRAM_SUFFIX = re.compile(r"_(?:perf(?:_mpi)?|test)$")
-# A shell or wrapper line that runs a test binary (the grammar's invocation_line reads it)
-_INVOCATION = re.compile(r"(?<![\w.\-])(?:\S*/)?[a-z_]+_(?:perf_mpi|perf|test)(?:\s|$)")
+# A shell or wrapper line that runs a test binary (the grammar's invocation_line reads it): the binary's
+# name as the grammar's INVOCATION_LEAD looks ahead for it
+_LEAD = terminal_regex("nccl_tests", "INVOCATION_LEAD")
+_INVOCATION = re.compile(_LEAD[_LEAD.rindex("(?=") + 3 : -1])
 
 
 class _Section(IntEnum):

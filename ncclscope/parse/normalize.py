@@ -18,6 +18,8 @@ import re
 from collections.abc import Container
 from dataclasses import dataclass
 
+from ncclscope.parse.grammars import terminal_regex
+
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]{0,32}[A-Za-z]|\x1b\][^\x07]{0,512}\x07")
 # what a terminal or a log collector appends to a line: tmux's copy-mode position "   [22/1819]",
 # Ray's log de-duplication tag " [repeated 15x across cluster]"
@@ -61,7 +63,7 @@ LAUNCHER_PREFIX_RE = re.compile(
 # text without markers costs linear time.
 MARKER_RE = re.compile(r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b")
 RECORD_PREFIX_RE = re.compile(
-    r"(?:\[(?!\d+\])[^\]\n]{1,64}\][ \t])?"
+    rf"(?:{terminal_regex('nccl_log', 'TIMESTAMP')}[ \t])?"  # the grammar's own: [2025-03-01 12:00:01]
     r"(?:[^\s:\[\]]{0,253}:\d{0,10}:\d{0,10}[ \t]+|[^\s:\[\]]{1,253}[ \t]+(?=\[\d+\][ \t]+NCCL ))?"
     r"(?:\[\d{1,6}\][ \t]+(?:[^\s\[\]][^\[\]\n]{0,400}?:\d+(?: \([^\n]{0,200}?\))?[ \t]+(?=NCCL (?:WARN|TRACE)))?)?"
     r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\Z"
