@@ -5,11 +5,14 @@
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ncclscope.common.exit_status import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
+
+if TYPE_CHECKING:
+    from ncclscope.fleet.judge import FleetReport
 
 
 class FleetFormat(str, Enum):
@@ -66,26 +69,14 @@ def fleet(
 ) -> None:
     """Judge many hosts at once: slow, failed and missing hosts, bad links from pairwise runs, version and
     setting drift, and regressions since a baseline."""
-    from rich.console import Console
 
     from ncclscope.fleet import judge as judging
     from ncclscope.fleet import page as render
 
-    problems = []
     failing_on = [w.strip() for w in fail_on.split(",") if w.strip() and w.strip() != "none"]
-    unknown = [w for w in failing_on if w not in judging.FAIL_ON_CHOICES]
-    if unknown:
-        problems.append(f"--fail-on: {', '.join(unknown)} is not one of {', '.join(judging.FAIL_ON_CHOICES)}, none")
-    if not 0 <= threshold < 1:
-        problems.append(f"--threshold must be between 0 and 1, not {threshold}")
     expected_hosts, host_problem = _host_list(hosts)
-    if host_problem:
-        problems.append(host_problem)
-    earlier = None
-    if baseline is not None:
-        earlier, baseline_problem = _baseline(baseline)
-        if baseline_problem:
-            problems.append(baseline_problem)
+    earlier, baseline_problem = _baseline(baseline) if baseline is not None else (None, None)
+    problems = [*_option_problems(failing_on, threshold), *filter(None, [host_problem, baseline_problem])]
     if problems:
         _stderr(problems)
         raise typer.Exit(EXIT_UNUSABLE)
@@ -106,6 +97,39 @@ def fleet(
     if baseline is not None:
         report.baseline = str(baseline)
     _stderr(report.unusable)
+    _write_report(report, output_format, output, show_all)
+    if parquet is not None:
+        try:
+            render.write_parquet(report, parquet)
+        except ImportError:
+            _stderr([f"{parquet}: --parquet needs pyarrow (pip install 'ncclscope[parquet]'); not written"])
+            raise typer.Exit(EXIT_UNUSABLE) from None
+    if missing or (report.unusable and not any(s.usable for s in summaries)):
+        raise typer.Exit(EXIT_UNUSABLE)
+    reasons = judging.failing(report, failing_on)
+    if reasons:
+        _stderr([f"fleet: exit 1 on {', '.join(reasons)} (--fail-on {','.join(failing_on)})"])
+    raise typer.Exit(EXIT_FINDINGS if reasons else EXIT_OK)
+
+
+def _option_problems(failing_on: list[str], threshold: float) -> list[str]:
+    from ncclscope.fleet import judge as judging
+
+    problems = []
+    unknown = [w for w in failing_on if w not in judging.FAIL_ON_CHOICES]
+    if unknown:
+        problems.append(f"--fail-on: {', '.join(unknown)} is not one of {', '.join(judging.FAIL_ON_CHOICES)}, none")
+    if not 0 <= threshold < 1:
+        problems.append(f"--threshold must be between 0 and 1, not {threshold}")
+    return problems
+
+
+def _write_report(report: "FleetReport", output_format: FleetFormat, output: Path | None, show_all: bool) -> None:
+    """The report in the format asked for (a .html output name asks for the page), printed or written."""
+    from rich.console import Console
+
+    from ncclscope.fleet import page as render
+
     if output is not None and output.suffix.lower() in (".html", ".htm"):
         _write(render.to_html(report), output)
     elif output_format is FleetFormat.json:
@@ -120,18 +144,6 @@ def fleet(
         console = Console(record=True, width=140, file=open("/dev/null", "w"))  # noqa: SIM115
         render.print_text(report, console, show_all)
         _write(console.export_text(), output)
-    if parquet is not None:
-        try:
-            render.write_parquet(report, parquet)
-        except ImportError:
-            _stderr([f"{parquet}: --parquet needs pyarrow (pip install 'ncclscope[parquet]'); not written"])
-            raise typer.Exit(EXIT_UNUSABLE) from None
-    if missing or (report.unusable and not any(s.usable for s in summaries)):
-        raise typer.Exit(EXIT_UNUSABLE)
-    reasons = judging.failing(report, failing_on)
-    if reasons:
-        _stderr([f"fleet: exit 1 on {', '.join(reasons)} (--fail-on {','.join(failing_on)})"])
-    raise typer.Exit(EXIT_FINDINGS if reasons else EXIT_OK)
 
 
 def _host_list(spec: str | None) -> tuple[list[str], str | None]:
