@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from ncclscope.inputs.opening import InputFile
 from ncclscope.parse.one_input import parse_input
 
@@ -209,3 +211,19 @@ def test_unwritable_output_path_gives_a_message_and_no_partial_file(tmp_path: Pa
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr.decode()
     assert not target.exists()
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_an_input_with_nothing_usable_gets_one_line_and_no_analysis(tmp_path: Path, fmt: str) -> None:
+    """A missing path, an empty file or text no reader knows: the one line that says why, exit 2, and no
+    findings after it (EVD001 'the inputs lack an NCCL log' would only repeat it, four times)."""
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    prose = tmp_path / "notes.txt"
+    prose.write_text("".join(f"line {i}: nothing NCCL wrote here, {i * 7919 % 1000:03d}\n" for i in range(200)))
+    for path, why in ((tmp_path / "missing.log", "no such file"), (empty, "empty input"), (prose, "no NCCL log")):
+        proc = run_cli("analyze", "--format", fmt, str(path))
+        assert proc.returncode == 2, proc
+        assert proc.stdout == b"", proc.stdout[:200]
+        lines = proc.stderr.decode().splitlines()
+        assert len(lines) == 1 and why in lines[0] and str(path) in lines[0], lines

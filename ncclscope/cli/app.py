@@ -187,8 +187,10 @@ def analyze(
         _json_output_ahead("Analysis")
     outcome = _read(paths, jobs, redact)
     _report_problems(outcome.messages)
-    if outcome.stopped_by is not None and not any(s.kinds for s in outcome.case.sources):
-        raise typer.Exit(outcome.exit_code)  # stopped before anything was read: nothing to judge
+    if not any(s.kinds for s in outcome.case.sources) and (outcome.stopped_by is not None or outcome.unusable):
+        # stopped before anything was read, or nothing usable in the inputs (a missing path, an empty or binary
+        # file, no line any reader knows): the lines above say why, and there is nothing to judge
+        raise typer.Exit(outcome.exit_code)
     analysis = run_rules(outcome.case, select, ignore)
     if output_format is AnalyzeFormat.text:
         if output is None:
