@@ -65,8 +65,8 @@ class Nvls(_Data):
     source: str
 
 
-class BusbwEntry(_Data):
-    """A busbw figure on one host of a platform, for a GPU count, collective and algorithm."""
+class _BusbwFigure(_Data):
+    """What every busbw figure says: where it was measured, for which collective and algorithm, and its source."""
 
     platform: str
     gpus: GpuCount
@@ -75,48 +75,37 @@ class BusbwEntry(_Data):
     busbw_gbs: Figure
     conditions: str
     source: str
+
+
+class BusbwEntry(_BusbwFigure):
+    """A busbw figure on one host of a platform, for a GPU count, collective and algorithm."""
+
     kind: str = "reference"  # "reference": measured on healthy hardware; else a health-check pass level
     nvlink: bool | None = None  # applies only with (True) or without (False) an NVLink bridge; None: either
 
 
-class PcieEntry(_Data):
-    platform: str
+class PcieEntry(_BusbwFigure):
+    """A busbw figure of GPUs joined by PCIe only, by PCIe generation and path (through a switch or the CPU)."""
+
     pcie_gen: int
     path: str
-    gpus: GpuCount
-    collective: str
-    algorithm: str
-    busbw_gbs: Figure
-    conditions: str
-    source: str
 
 
-class NicEntry(_Data):
+class NicEntry(_BusbwFigure):
     """busbw per NIC of a fabric and line rate, across hosts."""
 
-    platform: str
     link_layer: str
     line_rate_gbps: int | float
-    gpus: GpuCount
-    collective: str
-    algorithm: str
-    busbw_gbs: Figure
-    conditions: str
-    source: str
     kind: str = "reference"
     instance: str | None = None  # a cloud instance type whose NICs run at this line rate
     nics: int | None = None
 
 
-class MultiHostEntry(_Data):
-    platform: str
+class MultiHostEntry(_BusbwFigure):
+    """A busbw figure of a job over several hosts."""
+
     hosts: int | str
-    gpus: int
-    collective: str
-    algorithm: str
-    busbw_gbs: Figure
-    conditions: str
-    source: str
+    gpus: int  # GPUs per host: always one count here
 
 
 class Network(_Data):
