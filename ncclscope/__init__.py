@@ -3,7 +3,7 @@
     >>> import ncclscope as ns
     >>> analysis = ns.analyze("fixtures/nccl/v2_26_socket_fallback.log")
     >>> analysis.frames().findings.loc[0, "code"]
-    'NET001'
+    'NET002'
 
 The API (ns.read, ns.analyze, Case, Analysis, frames) is imported on first use, so that
 `ncclscope --version` and the CLI load only what a command needs.

@@ -42,7 +42,7 @@ async def test_the_detail_shows_the_highlighted_finding_with_its_fix_and_evidenc
         pane.action_focus_list()
         await pilot.press("down")
         finding = pane.selected
-        assert finding is not None and finding.code == "NET001"
+        assert finding is not None and finding.code == "BW001"  # the second: NET002, the root cause, comes first
         detail = text_of(pane, "#finding-text")
         assert finding.fix[:40] in detail.replace("\n", " ")
         evidence = pane.query_one("#finding-evidence", OptionList)

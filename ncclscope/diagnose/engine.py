@@ -87,6 +87,12 @@ def _same_story(cause: Finding, effect: Finding) -> bool:
     return bool(set(cause.hosts) & set(effect.hosts))
 
 
+def _upstream(by_code: dict[str, list[Finding]], cause: str) -> list[Finding]:
+    """Findings of other codes that the stories name as a cause of `cause`, and that are problems themselves."""
+    causes = [c for c, effects in STORIES if cause in effects and c != cause]
+    return [f for c in causes for f in by_code.get(c, []) if f.severity != "info"]
+
+
 def _link_stories(findings: list[Finding]) -> None:
     by_code: dict[str, list[Finding]] = {}
     for f in findings:
@@ -96,11 +102,10 @@ def _link_stories(findings: list[Finding]) -> None:
             linked = [e for code in effects for e in by_code.get(code, []) if _same_story(f, e)]
             if not linked:
                 continue
-            # a root cause explains a problem: an info that only explains another info is just related
-            explains = any(e.severity in ("error", "warning") for e in linked)
-            f.root_cause = f.root_cause or (
-                explains and not any(c in by_code for c, es in STORIES if cause in es and c != cause)
-            )
+            # a root cause explains a problem and is one itself: an info (nothing to do) is only related to
+            # what it may touch, and does not hide the cause that is a problem
+            explains = f.severity != "info" and any(e.severity in ("error", "warning") for e in linked)
+            f.root_cause = f.root_cause or (explains and not any(_upstream(by_code, cause)))
             f.related = sorted(set(f.related) | {e.code for e in linked})
             for e in linked:
                 e.related = sorted(set(e.related) | {cause})
