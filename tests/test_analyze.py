@@ -332,3 +332,17 @@ def test_markdown_findings_table_keeps_angle_brackets_visible() -> None:
     )
     rows = [line for line in proc.stdout.decode().splitlines() if line.startswith("| warning | RUN005")]
     assert rows and "10.42.7.19&lt;51277>" in rows[0], proc.stdout
+
+
+def test_a_finding_with_nothing_to_do_is_never_a_root_cause() -> None:
+    """The demo job: NCCL_IB_TIMEOUT=22 (ENV001, info: a documented knob) explains nothing; the host where
+    NET/IB found no device (NET002) is the cause of its socket fallback (NET001) and the low busbw."""
+    import ncclscope as ns
+
+    for fixture in ("fixtures/mixed/multi_host_job_problems.txt", "fixtures/nccl/v2_26_socket_fallback.log"):
+        findings = ns.analyze(fixture).findings
+        roots = [f.code for f in findings if f.root_cause]
+        assert "NET002" in roots, (fixture, roots)
+        assert not [f.code for f in findings if f.root_cause and f.severity == "info"], fixture
+        codes = [f.code for f in findings]
+        assert codes[0] == "NET002" and codes.index("NET002") < codes.index("NET001"), codes
