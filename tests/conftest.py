@@ -63,3 +63,15 @@ def only_finding(code: str, *paths: str | Path):  # type: ignore[no-untyped-def]
 
 def evidence_lines(finding) -> list[int]:  # type: ignore[no-untyped-def]
     return [e.line for e in finding.evidence]
+
+
+def require_torch() -> None:
+    """Skip a test that needs torch when it is not installed (the README's test command installs no torch);
+    fail it when NCCLSCOPE_REQUIRE_TORCH=1 (CI, which installs the CPU build)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        return
+    if os.environ.get("NCCLSCOPE_REQUIRE_TORCH") == "1":
+        pytest.fail("NCCLSCOPE_REQUIRE_TORCH=1 but torch is not importable: pip install 'ncclscope[runner]'")
+    pytest.skip("torch is not installed (pip install 'ncclscope[runner]')")

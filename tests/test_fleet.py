@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, require_torch, run_cli
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate_fleet  # noqa: E402
@@ -193,6 +193,7 @@ def test_the_dask_path_gives_the_same_json_as_the_local_path(fleet) -> None:
 
 
 def _pairs_plan(mode: str, hosts: str) -> tuple[int, list[list[str]], str]:
+    require_torch()  # --backend torch, even for a dry run
     result = run_cli(
         "run", "all_reduce", "--pairs", mode, "--hosts", hosts, "--launcher", "mpirun", "-g", "8",
         "--backend", "torch", "--dry-run", "-o", "/tmp/ncclscope-pairs",

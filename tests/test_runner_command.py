@@ -22,7 +22,7 @@ import pytest
 
 from ncclscope.case.read import read_case
 
-from conftest import FIXTURES, REPO, run_cli
+from conftest import FIXTURES, REPO, require_torch, run_cli
 
 CAPTURED = FIXTURES / "runner" / "torch_bench_gloo_2ranks.txt"
 NCCL_LOG_LINES = [  # written from formats.md A.1 (INFO and WARN prefixes)
@@ -259,19 +259,11 @@ def test_an_existing_run_directory_is_not_overwritten(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------ the torch backend, for real
-def torch_or_skip() -> None:
-    """CI sets NCCLSCOPE_REQUIRE_TORCH=1: there a missing torch is a failure, not a skip."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        if os.environ.get("NCCLSCOPE_REQUIRE_TORCH") == "1":
-            pytest.fail("torch is required here (NCCLSCOPE_REQUIRE_TORCH=1): pip install 'ncclscope[runner]'")
-        pytest.skip("torch is not installed")
 
 
 @pytest.mark.slow
 def test_the_torch_backend_runs_gloo_collectives_for_real_and_analyzes_them(tmp_path: Path) -> None:
-    torch_or_skip()
+    require_torch()
     args = ["all_reduce", "all_gather", "--backend", "torch", "-g", "2", "-e", "1M", "-n", "5", "-w", "1"]
     done = run_cli("run", *args, "--out", "run", cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr.decode()
@@ -295,7 +287,7 @@ def test_the_torch_backend_runs_gloo_collectives_for_real_and_analyzes_them(tmp_
 
 
 def test_dry_run_of_a_torchrun_multi_host_run_says_to_start_it_on_every_host(tmp_path: Path) -> None:
-    torch_or_skip()
+    require_torch()
     done = run_cli("run", "all_reduce", "--backend", "torch", "--launcher", "torchrun", "--hosts", "a,b", "-g", "8",
                    "--dry-run", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()

@@ -6,7 +6,6 @@ torchrun's environment). Without torch they are skipped, unless NCCLSCOPE_REQUIR
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -19,7 +18,7 @@ import pytest
 from ncclscope.case.read import read_case
 from ncclscope.model import BenchmarkRow, BenchmarkRun, Measurement
 
-from conftest import REPO, run_cli
+from conftest import REPO, require_torch, run_cli
 
 DEFAULT_SET = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"]
 SIZES = [1024, 4096, 16384, 65536, 262144, 1048576]  # -b 1K -e 1M -f 4
@@ -39,15 +38,6 @@ BUS_FACTOR = {
     "broadcast": lambda n: 1.0,
     "reduce": lambda n: 1.0,
 }
-
-
-def require_torch() -> None:
-    """Skip a test that needs torch when it is not installed; fail it when NCCLSCOPE_REQUIRE_TORCH=1 (CI)."""
-    if importlib.util.find_spec("torch") is not None:
-        return
-    if os.environ.get("NCCLSCOPE_REQUIRE_TORCH") == "1":
-        pytest.fail("NCCLSCOPE_REQUIRE_TORCH=1 but torch is not importable: pip install 'ncclscope[runner]'")
-    pytest.skip("torch is not installed (pip install 'ncclscope[runner]')")
 
 
 def bench_env(**extra: str) -> dict[str, str]:
