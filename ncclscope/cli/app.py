@@ -204,11 +204,7 @@ def analyze(
     else:
         writer = {"markdown": render.to_markdown, "sarif": render.to_sarif}
         write_output(writer[output_format.value](analysis), output)
-    if outcome.unusable and not outcome.case.sources and outcome.stopped_by is None:
-        raise typer.Exit(EXIT_UNUSABLE)
-    if outcome.exit_code == EXIT_UNUSABLE and not analysis.findings:
-        raise typer.Exit(EXIT_UNUSABLE)
-    raise typer.Exit(findings_exit(analysis.summary, fail_on, outcome.exit_code))
+    raise typer.Exit(findings_exit(analysis.summary, fail_on, outcome.exit_code))  # 2 if an input was unusable
 
 
 @app.command()

@@ -70,8 +70,8 @@ def _pydantic_plugin_loader_that_finds_none() -> None:
 
 
 def _load_numpy_single_threaded() -> None:
-    """numpy's OpenBLAS starts a thread per core as it loads, and each spins for a while
-    time waiting for work that never comes: ncclscope does no linear algebra, and on 2 cores that
+    """numpy's OpenBLAS starts a thread per core as it loads, and each spins for a
+    while, waiting for work that never comes: ncclscope does no linear algebra, and on 2 cores that
     time is taken from the parser. The variable is set only while numpy loads (OpenBLAS reads it
     then): the jobs that `ncclscope run` starts inherit os.environ, and they may want their threads."""
     added = "OPENBLAS_NUM_THREADS" not in os.environ
