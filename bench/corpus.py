@@ -36,6 +36,13 @@ SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 BUSBW_TOLERANCE = 0.006  # GB/s: the tables print two decimals
 # a line the key counts as an NCCL line: what `grep -c -E 'NCCL (INFO|WARN)'` counts
 NCCL_LINE_RE = re.compile(r"NCCL (?:INFO|WARN)")
+# Kinds of input that issue 43 teaches (host reports and framework text of forms not read yet): their
+# files are read and checked like the others, and their figures counted apart until that issue lands.
+LATER_KINDS = ("framework", "smi", "ibstat", "xml", "ras", "dmesg", "lspci", "bugreport")
+
+
+def later_kind(name: str) -> bool:
+    return name.split("-d")[0] in LATER_KINDS
 
 
 @dataclass
@@ -62,6 +69,12 @@ class FileResult:
     must_hit: list[str] = field(default_factory=list)
     false_alarms: list[str] = field(default_factory=list)
     over_severity: str = ""
+    under_severity: str = ""  # must codes fired below the severity the key gives them
+    root: list[str] = field(default_factory=list)  # the key's root causes (empty: the key names none)
+    root_planned: bool = False  # every root code is one whose rule is still planned
+    headline: str = ""  # the code of the first finding (text, JSON and the report start with it)
+    evd001: int = 0  # EVD001 findings
+    findings: int = 0
     fired: dict[str, str] = field(default_factory=dict)  # code -> highest severity
     deviations: list[str] = field(default_factory=list)
     apart: list[str] = field(default_factory=list)  # deviations covered by a listed disagreement
@@ -83,6 +96,11 @@ class Summary:
     must_hit: int = 0
     false_alarms: int = 0
     over_severity: int = 0
+    under_severity: int = 0
+    roots: int = 0  # files whose key names a root cause that a rule can find
+    headline_right: int = 0
+    evd001_most: int = 0  # the most EVD001 findings of one file
+    findings: int = 0
     facts_wrong: int = 0
     apart: int = 0
     planned: int = 0
@@ -95,6 +113,10 @@ class Summary:
     def recall(self) -> float:
         return self.must_hit / self.must if self.must else 1.0
 
+    @property
+    def headline_ratio(self) -> float:
+        return self.headline_right / self.roots if self.roots else 1.0
+
     def line(self) -> str:
         return (
             f"corpus: {self.files - self.internal_errors}/{self.files} files without internal error, "
@@ -104,6 +126,10 @@ class Summary:
             f"topology facts right {self.topo_right}/{self.topo_checked}; "
             f"must recall {self.must_hit}/{self.must} ({100 * self.recall:.1f}%); "
             f"false alarms {self.false_alarms}; over-severity {self.over_severity}; "
+            f"under-severity {self.under_severity}; "
+            f"headline right {self.headline_right}/{self.roots} ({100 * self.headline_ratio:.1f}%); "
+            f"EVD001 per file at most {self.evd001_most}; "
+            f"findings per file {self.findings / max(1, self.files - self.unusable):.1f}; "
             f"other facts wrong {self.facts_wrong}; disagreements counted apart {self.apart}; "
             f"must codes whose rule is still planned {self.planned}"
         )
@@ -196,6 +222,9 @@ def _check_lines(result: FileResult, case: Any) -> None:
 
 
 def _check_findings(result: FileResult, key: dict[str, Any], analysis: Any, listed: set[str]) -> None:
+    result.findings = len(analysis.findings)
+    result.evd001 = sum(f.code == "EVD001" for f in analysis.findings)
+    result.headline = analysis.findings[0].code if analysis.findings else ""
     for f in analysis.findings:
         old = result.fired.get(f.code)
         if old is None or SEVERITY_RANK[f.severity] > SEVERITY_RANK[old]:
@@ -223,14 +252,54 @@ def _check_findings(result: FileResult, key: dict[str, Any], analysis: Any, list
                 continue
             result.false_alarms.append(code)
             result.deviations.append(f"false alarm {code} ({result.fired[code]})")
+    _check_severity(result, key, listed)
+    _check_headline(result, key, rules, listed)
+
+
+def _check_severity(result: FileResult, key: dict[str, Any], listed: set[str]) -> None:
+    """Above the file's limit, or above or below the severity the key gives a must code that fired."""
     limit = key.get("max_severity_ok", "error")
+    given = key.get("severity") or {}
     worst = [c for c, s in result.fired.items() if SEVERITY_RANK[s] > SEVERITY_RANK[limit]]
+    worst += [
+        c
+        for c, want in given.items()
+        if c in result.fired and c not in worst and SEVERITY_RANK[result.fired[c]] > SEVERITY_RANK[want]
+    ]
+    under = [
+        c
+        for c, want in given.items()
+        if c in result.must and c in result.fired and SEVERITY_RANK[result.fired[c]] < SEVERITY_RANK[want]
+    ]
+    if under:
+        if f"severity {','.join(sorted(under))}" in listed:
+            result.apart.append(f"severity {','.join(sorted(under))}")
+        else:
+            result.under_severity = ", ".join(f"{c} ({result.fired[c]}, key {given[c]})" for c in sorted(under))
+            result.deviations.append(f"under severity: {result.under_severity}")
     if worst:
         if "max_severity_ok" in listed:
             result.apart.append("max_severity_ok")
         else:
             result.over_severity = ", ".join(f"{c} ({result.fired[c]})" for c in sorted(worst))
             result.deviations.append(f"over severity (max {limit}): {result.over_severity}")
+
+
+def _check_headline(result: FileResult, key: dict[str, Any], rules: set[str], listed: set[str]) -> None:
+    """The first finding must be one the key calls the root cause (where it names one)."""
+    root = list(key.get("root") or [])
+    if not root:
+        return
+    result.root = root
+    if not any(code in rules for code in root):
+        result.root_planned = True  # the root is a code a later issue brings: counted apart
+        return
+    if result.headline not in root:
+        if "root" in listed:
+            result.apart.append("root")
+            result.root = []
+        else:
+            result.deviations.append(f"headline {result.headline or 'none'}, key root {', '.join(root)}")
 
 
 def _rule_codes() -> set[str]:
@@ -370,6 +439,12 @@ def summarize(results: list[FileResult]) -> Summary:
         s.must_hit += len(r.must_hit)
         s.false_alarms += len(r.false_alarms)
         s.over_severity += bool(r.over_severity)
+        s.under_severity += bool(r.under_severity)
+        if r.root and not r.root_planned:
+            s.roots += 1
+            s.headline_right += r.headline in r.root
+        s.evd001_most = max(s.evd001_most, r.evd001)
+        s.findings += r.findings
         s.apart += len(r.apart)
         s.planned += len(r.planned)
         s.facts_wrong += sum(d.startswith("NCCL version") for d in r.deviations)
@@ -399,7 +474,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {u}")
         for a in r.apart:
             print(f"  ~ {a} (listed disagreement)")
-    print(summary.line())
+    main_results = [r for r in results if not later_kind(r.name)]
+    print(summarize(main_results).line())
+    print(f"later kinds ({', '.join(LATER_KINDS)}, issue 43), apart: " + summarize([r for r in results if later_kind(r.name)]).line())
     if args.json:
         payload = {"summary": summary.__dict__, "files": [r.__dict__ for r in results]}
         args.json.write_text(json.dumps(payload, indent=2), encoding="utf-8")

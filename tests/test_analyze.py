@@ -330,7 +330,7 @@ def test_markdown_findings_table_keeps_angle_brackets_visible() -> None:
     proc = run_cli(
         "analyze", "--format", "markdown", "--fail-on", "never", "fixtures/framework/torch23_nccl_error_last_error.log"
     )
-    rows = [line for line in proc.stdout.decode().splitlines() if line.startswith("| warning | RUN005")]
+    rows = [line for line in proc.stdout.decode().splitlines() if line.startswith("| error | RUN005")]
     assert rows and "10.42.7.19&lt;51277>" in rows[0], proc.stdout
 
 

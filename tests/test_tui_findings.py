@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from textual.widgets import OptionList, Static
@@ -20,18 +21,22 @@ def text_of(pane: FindingsPane, selector: str) -> str:
     return str(pane.query_one(selector, Static).render())
 
 
-async def test_findings_are_listed_errors_first_with_counts_per_severity() -> None:
+async def test_findings_open_on_the_verdict_then_each_root_cause_before_what_it_explains() -> None:
     view = case_view(JOB)
     app = PaneHarness(FindingsPane, view)
     async with app.run_test(size=SIZE):
         pane = app.query_one(FindingsPane)
         listed = [str(o.prompt) for o in pane.query_one("#findings-list", OptionList).options]
         assert len(listed) == len(view.analysis.findings)
-        first_warning = next(i for i, p in enumerate(listed) if "WARNING" in p)
-        assert first_warning > 0 and all("ERROR" in p for p in listed[:first_warning])
-        assert not any("ERROR" in p for p in listed[first_warning:])
+        codes = [re.search(r"\[b\](\w+)\[/\]", p)[1] for p in listed]
+        # NET002 (root cause) heads its story: BW001 and NET001, which it explains, follow it
+        assert codes[:3] == ["NET002", "BW001", "NET001"], codes
+        assert "root cause" in listed[0]
+        assert codes[-1] == "EVD001" or "EVD001" not in codes  # what could not be judged comes last
         summary = text_of(pane, "#findings-summary")
-        assert "5 errors" in summary and "4 warnings" in summary and "4 infos" in summary
+        assert "5 errors" in summary and "4 warnings" in summary and "2 infos" in summary
+        assert "Root cause: NET002 rdma-unavailable (explains BW001, NET001)" in summary
+        assert "fix: Install rdma-core" in summary
 
 
 async def test_the_detail_shows_the_highlighted_finding_with_its_fix_and_evidence() -> None:

@@ -407,9 +407,11 @@ def _on_net_ib(b: Builder, s: ProcessState, e: Event, path: str) -> None:
         )
         or e.level == "WARN"
     ):
-        _add_message(
-            b, e, f.get("completion_error", f) if isinstance(f.get("completion_error"), dict) else f, path, warning=True
-        )
+        fields = f.get("completion_error", f) if isinstance(f.get("completion_error"), dict) else f
+        event = f.get("ib_async_event")
+        if isinstance(event, dict):  # "mlx5_0:1 Got async event : ...": the device's event, named like the others
+            fields = {**{k: v for k, v in event.items() if k != "text"}, "ib_async_event": event.get("text")}
+        _add_message(b, e, fields, path, warning=True)
 
 
 def _on_net_socket(b: Builder, s: ProcessState, e: Event, path: str) -> None:

@@ -40,8 +40,8 @@ def analyze(case: Case, select: list[str] | None = None, ignore: list[str] | Non
     if "EVD001" in rules:
         ctx.unjudged = unjudged  # type: ignore[attr-defined]
         findings.extend(rules["EVD001"].func(ctx))
-    _link_stories(findings)
-    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], not f.root_cause, f.code, f.message))
+    heads = _link_stories(findings)
+    findings.sort(key=lambda f: _story_order(f, heads))
     summary = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
     # not validated: its parts are models already; validating would build the schema of the whole Case
     # (see Assembly), which only JSON output needs
@@ -59,7 +59,7 @@ def analyze(case: Case, select: list[str] | None = None, ignore: list[str] | Non
 STORIES: list[tuple[str, list[str]]] = [
     ("TOPO001", ["TOPO004", "BW001"]),
     ("TOPO004", ["BW001"]),
-    ("NET002", ["NET001", "BW001"]),
+    ("NET002", ["NET001", "NET007", "BW001"]),
     ("NET001", ["BW001"]),
     ("ENV001", ["NET001", "NET002", "TOPO004", "GDR001", "CH001", "BW001"]),
     ("GDR001", ["BW001"]),
@@ -93,10 +93,13 @@ def _upstream(by_code: dict[str, list[Finding]], cause: str) -> list[Finding]:
     return [f for c in causes for f in by_code.get(c, []) if f.severity != "info"]
 
 
-def _link_stories(findings: list[Finding]) -> None:
+def _link_stories(findings: list[Finding]) -> dict[int, Finding]:
+    """Marks root causes and related codes; returns, per finding (by id), the head of its story: the
+    problem at the start of the chain of causes that explains it (itself when nothing does)."""
     by_code: dict[str, list[Finding]] = {}
     for f in findings:
         by_code.setdefault(f.code, []).append(f)
+    causes: dict[int, list[Finding]] = {}
     for cause, effects in STORIES:
         for f in by_code.get(cause, []):
             linked = [e for code in effects for e in by_code.get(code, []) if _same_story(f, e)]
@@ -109,3 +112,35 @@ def _link_stories(findings: list[Finding]) -> None:
             f.related = sorted(set(f.related) | {e.code for e in linked})
             for e in linked:
                 e.related = sorted(set(e.related) | {cause})
+                if explains:
+                    causes.setdefault(id(e), []).append(f)
+    return {id(f): _head(f, causes) for f in findings}
+
+
+def _head(f: Finding, causes: dict[int, list[Finding]]) -> Finding:
+    seen = {id(f)}
+    while causes.get(id(f)):
+        # the weightiest cause, root causes first (NET002 before the NET001 it explains)
+        up = min(causes[id(f)], key=lambda c: (SEVERITY_ORDER[c.severity], not c.root_cause, c.code))
+        if id(up) in seen:
+            break
+        seen.add(id(up))
+        f = up
+    return f
+
+
+def _story_order(f: Finding, heads: dict[int, Finding]) -> tuple:
+    """The order a person reads: each story whole, its head first and what it explains after it, the
+    weightiest story first; what could not be judged (EVD001) last of all."""
+    head = heads.get(id(f), f)
+    return (
+        head.code == "EVD001",
+        SEVERITY_ORDER[head.severity],
+        not head.root_cause,
+        head.code,
+        head.message,
+        f is not head,
+        SEVERITY_ORDER[f.severity],
+        f.code,
+        f.message,
+    )

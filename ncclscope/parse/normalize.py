@@ -65,7 +65,9 @@ MARKER_RE = re.compile(r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b")
 RECORD_PREFIX_RE = re.compile(
     rf"(?:{terminal_regex('nccl_log', 'TIMESTAMP')}[ \t])?"  # the grammar's own: [2025-03-01 12:00:01]
     r"(?:[^\s:\[\]]{0,253}:\d{0,10}:\d{0,10}[ \t]+|[^\s:\[\]]{1,253}[ \t]+(?=\[\d+\][ \t]+NCCL ))?"
-    r"(?:\[\d{1,6}\][ \t]+(?:[^\s\[\]][^\[\]\n]{0,400}?:\d+(?: \([^\n]{0,200}?\))?[ \t]+(?=NCCL (?:WARN|TRACE)))?)?"
+    r"(?:\[\d{1,6}\][ \t]+(?:[^\s\[\]][^\[\]\n]{0,400}?:\d+(?: \([^\n]{0,200}?\))?[ \t]+(?=NCCL (?:WARN|TRACE)))?"
+    # a WARN whose host:pid:tid [dev] was cut: its file:line (one word) still belongs to it
+    r"|[^\s\[\]]{1,400}:\d+(?: \([^\n]{0,200}?\))?[ \t]+(?=NCCL (?:WARN|TRACE)))?"
     r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\Z"
 )
 PREFIX_WINDOW = 1200

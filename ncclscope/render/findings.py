@@ -11,6 +11,7 @@ from rich.markup import escape
 from ncclscope import __version__
 from ncclscope.common.markdown import cell, table
 from ncclscope.model import Analysis, Evidence, Finding
+from ncclscope.render.verdict import verdict_lines
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -29,6 +30,10 @@ def print_text(analysis: Analysis, console: Console) -> None:
     platform = analysis.platform
     if platform.key or platform.gpu_model:
         console.print(f"Platform: {escape(describe_platform(analysis))}")
+    if analysis.findings:
+        console.print()
+        for line in verdict_lines(analysis):
+            console.print(f"[bold]{escape(line)}[/]" if not line.startswith(" ") else escape(line), soft_wrap=True)
     for finding in analysis.findings:
         console.print()
         print_finding(finding, console)
@@ -85,6 +90,7 @@ def to_markdown(analysis: Analysis) -> str:
     if analysis.platform.key or analysis.platform.gpu_model:
         lines += [f"Platform: {describe_platform(analysis)}", ""]
     if analysis.findings:
+        lines += [("> " + line.strip()) for line in verdict_lines(analysis)] + [""]
         rows = ([f.severity, f"{f.code} {f.name}", cell(f.message)] for f in analysis.findings)
         lines += table(["severity", "code", "finding"], rows)
         lines.append("")

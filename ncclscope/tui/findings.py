@@ -1,4 +1,5 @@
-"""The Findings screen of the TUI: findings by severity, and the selected one's explanation, fix and evidence."""
+"""The Findings screen of the TUI: the verdict, the findings in the engine's order, and the selected one's
+explanation, fix and evidence."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from textual.markup import escape
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ncclscope.model import SEVERITY_ORDER, Finding, Source
+from ncclscope.model import Finding, Source
+from ncclscope.render.verdict import verdict_lines
 from ncclscope.tui.finding_links import SEVERITY_STYLE
 from ncclscope.tui.messages import JumpToLine, ShowProgress
 from ncclscope.tui.view import CaseView
@@ -19,11 +21,12 @@ EVIDENCE_TEXT_CHARS = 300
 
 
 class FindingsPane(Vertical):
-    """Findings listed by severity; the detail pane shows the selected one and its evidence lines."""
+    """The verdict, then the findings story by story (each root cause before what it explains); the detail
+    pane shows the selected one and its evidence lines."""
 
     DEFAULT_CSS = """
     FindingsPane { height: 1fr; }
-    FindingsPane #findings-summary { height: auto; padding: 0 1; text-style: bold; }
+    FindingsPane #findings-summary { height: auto; max-height: 10; padding: 0 1; text-style: bold; }
     FindingsPane #findings-problems { height: auto; max-height: 8; padding: 0 1; color: $text-warning; display: none; }
     FindingsPane #findings-problems.shown { display: block; }
     FindingsPane #findings-body { height: 1fr; }
@@ -58,7 +61,7 @@ class FindingsPane(Vertical):
         """Replace the list with the findings of `view`, most severe first, and select the first (or the one
         selected before, when a newer analysis of a followed input still has it)."""
         before = self.selected.identity if self.selected is not None else None
-        self._findings = sorted(view.analysis.findings, key=lambda f: SEVERITY_ORDER[f.severity])
+        self._findings = list(view.analysis.findings)  # the engine's order: each story's root cause first
         findings_list = self.query_one("#findings-list", OptionList)
         findings_list.clear_options()
         findings_list.add_options(_list_entry(f, i) for i, f in enumerate(self._findings))
@@ -67,7 +70,8 @@ class FindingsPane(Vertical):
             summary.update(f"No findings. {_what_was_read(view.case.sources)}")
             self._show_detail(None)
             return
-        summary.update(_summary(self._findings))
+        verdict = "\n".join(escape(line) for line in verdict_lines(view.analysis))
+        summary.update(_summary(self._findings) + "\n" + verdict)
         again = next((i for i, f in enumerate(self._findings) if f.identity == before), None)
         findings_list.highlighted = again or 0
         self._show_detail(self._findings[again or 0])

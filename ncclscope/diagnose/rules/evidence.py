@@ -55,6 +55,7 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
     unjudged: dict[str, list[str]] = {}
     for need, codes in getattr(ctx, "unjudged", {}).items():  # needs that the same input answers, together
         unjudged.setdefault(SAME_INPUT.get(need, need), []).extend(codes)
+    lacks: list[tuple[str, list[str], str]] = []  # what the inputs lack, the rules it stops, how to add it
     for need in sorted(unjudged, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
         codes = sorted(set(unjudged[need]))
         if need == "version" and not ctx.has("nccl_log"):
@@ -62,40 +63,41 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
         log_parts = ("settings", "init", "connections", "transports", "graph", "tuning")
         if need != "nccl_log" and not ctx.has("nccl_log") and need in log_parts:
             continue
-        what = NEEDS[need].split(":")[0]
-        message = f"{len(codes)} rule(s) could not judge ({', '.join(codes)}): the inputs lack {what}"
-        fix = f"Add {NEEDS[need]}."
+        what, _, how = NEEDS[need].partition(":")
+        how = how.strip()
         if need in GPU_ONLY and _gloo_run(ctx):
-            message += (
-                " (this run used gloo between CPU processes, which writes no NCCL log, topology matrix or"
-                " topology dump)"
-            )
-            fix = (
-                "Run `ncclscope run` on a GPU host: NCCL writes its log and topology and graph dumps, and"
-                " nvidia-smi and ibstat their reports, into the run."
+            what += " (this run used gloo between CPU processes, which writes none)"
+            how = (
+                "`ncclscope run` on a GPU host: NCCL writes its log and topology and graph dumps, and"
+                " nvidia-smi and ibstat their reports, into the run"
             )
         if need == "host_links" and ctx.case.run is not None:
-            message += _run_reports(ctx)
-        yield make_finding("EVD001", "info", message, fix=fix)
-    for item in ctx.not_judged:
-        yield make_finding(
-            "EVD001",
-            "info",
-            f"{item.code} could not judge: {item.what}",
-            evidence=shown(item.evidence),
-            evidence_count=len(item.evidence),
-        )
+            what += _run_reports(ctx)
+        lacks.append((what, codes, how))
+    # the addition that lets the most rules judge first: the one thing to add, when a person adds one
+    lacks.sort(key=lambda item: -len(item[1]))
     said = " ".join(item.what for item in ctx.not_judged)
+    partial = [f"{item.code} could not judge: {item.what}" for item in ctx.not_judged]
     for source in ctx.case.sources:
         cut = [why for why in source.truncated if why not in said]
         if cut:  # what the missing lines held is judged by nobody: say so rather than pass it
-            yield make_finding(
-                "EVD001",
-                "info",
-                f"{source.path} is incomplete ({'; '.join(cut)}): the findings judge the lines it holds,"
-                " not those left out",
-                fix="Attach the whole log (NCCL_DEBUG_FILE=nccl.%h.%p.log writes one file per process).",
+            partial.append(
+                f"{source.path} is incomplete ({'; '.join(cut)}): the findings judge the lines it holds, not those"
+                " left out"
             )
+    if not lacks and not partial:
+        return
+    # one finding per analysis: what is missing, grouped by what to add, and what was judged in part
+    count = len({code for _, codes, _ in lacks for code in codes})
+    parts = [f"{what} ({', '.join(codes)})" for what, codes, _ in lacks]
+    message = f"{count} rule(s) could not judge for lack of " + "; ".join(parts) if parts else ""
+    message = ". ".join(part for part in [message, *partial] if part)
+    fixes = [f"{what}: {how}" for what, _, how in lacks if how]
+    if any(source.truncated for source in ctx.case.sources):
+        fixes.append("the whole log (NCCL_DEBUG_FILE=nccl.%h.%p.log writes one file per process)")
+    evidence = [ev for item in ctx.not_judged for ev in item.evidence]
+    extra: dict[str, object] = {"fix": "Add " + "; ".join(fixes) + "."} if fixes else {}
+    yield make_finding("EVD001", "info", message, evidence=shown(evidence), evidence_count=len(evidence), **extra)
 
 
 GPU_ONLY = ("nccl_log", "topology", "host_links")

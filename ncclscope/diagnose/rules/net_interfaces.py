@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.net_common import names, plural
 from ncclscope.diagnose.rules.registry import make_finding, rule
-from ncclscope.model import Evidence, Finding, InterfaceUse, NetDevice
+from ncclscope.model import Evidence, Finding, InterfaceUse, NetDevice, Severity
 
 # Interface names that do not connect hosts, by the prefix their creators give them: (prefixes, digits
 # only after the prefix?, kind, why it is a problem)
@@ -94,12 +94,17 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
         note(ROLES[use.role], use.host or "", use.name, use.evidence, use.address)
     selected: dict[str, list[Evidence]] = defaultdict(list)  # suspicious interfaces NCCL_SOCKET_IFNAME names
     for setting in ifname:
-        for part in setting.value.split(","):
-            part = part.strip().lstrip("=")
-            if part and not part.startswith("^") and interface_kind(part):
+        value = setting.value.strip()
+        if value.startswith("^"):
+            continue  # a leading ^ makes the whole list one of interfaces NCCL must not use (env.rst)
+        for part in value.lstrip("=").split(","):
+            part = part.strip()
+            if part and interface_kind(part):
                 selected[part].append(setting.evidence)
 
-    single = "" if ctx.multi_host else "; harmless while the job stays on one host"
+    # on one host nothing crosses these interfaces but the bootstrap's local traffic: worth knowing, no more
+    severity: Severity = "info" if ctx.single_host else "warning"
+    single = "; harmless while the job stays on one host" if ctx.single_host else ""
     unset = "" if ifname else "; NCCL_SOCKET_IFNAME is not set"
     role_text = {"NET/Socket": "NET/Socket uses", "bootstrap/OOB": "bootstrap/out-of-band traffic uses"}
     covered: set[str] = set()
@@ -135,7 +140,7 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
         message += "".join(f"; {n}" for n in notes) + unset + single
         yield make_finding(
             "NET003",
-            "warning",
+            severity,
             message,
             evidence=shown(evidence),
             evidence_count=len({(e.source, e.line) for e in evidence}),
@@ -148,7 +153,7 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
         hosts = sorted({h for s in ifname for h in s.hosts if s.evidence in lines})
         yield make_finding(
             "NET003",
-            "warning",
+            severity,
             f"NCCL_SOCKET_IFNAME selects {iface} ({what[1] if what else 'an unusual interface'})"
             + (f" on {names(hosts)}" if hosts else "")
             + single,
@@ -169,7 +174,7 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
             evidence = [d.evidence for devs in crowded.values() for d in devs]
             yield make_finding(
                 "NET003",
-                "warning",
+                severity,
                 f"NET/Socket on {names(h for h in crowded if h) or 'this job'} spreads traffic over "
                 f"{'/'.join(map(str, counts))} interfaces ({listing}) because NCCL_SOCKET_IFNAME is not set{single}",
                 evidence=shown(evidence),

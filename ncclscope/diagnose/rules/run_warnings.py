@@ -19,7 +19,7 @@ from ncclscope.diagnose.rules.run import (
     lines_text,
     warns_of,
 )
-from ncclscope.model import Finding, FrameworkEvent, NcclMessage, SocketFailure
+from ncclscope.model import ErrorTrace, Finding, FrameworkEvent, NcclMessage, SocketFailure
 
 # ---------------------------------------------------------------------------------------- RUN005
 MEMLOCK = (
@@ -54,6 +54,27 @@ KIND_HINTS = {
     "shared_mem_limit": "NCCL's kernels need more shared memory than this GPU gives: an NCCL build that predates"
     " the GPU; upgrade NCCL",
 }
+# WARNs that say an operation failed and NCCL returned the error: the job breaks (the others may go on)
+FAILED_KINDS = frozenset(
+    {
+        "call_failed",
+        "proxy_failure",
+        "alloc_failed",
+        "comm_aborted",
+        "internal_error",
+        "usage_error",
+        "message_truncated",
+        "ib_size_mismatch",
+        "ofi_open_failed",
+        "ofi_failed",
+    }
+)
+# ibverbs' async events that only report a change (ibv_event_type_str in rdma-core libibverbs/enum_strs.c;
+# IBV_EVENT_GID_CHANGE, PORT_ACTIVE, LID/PKEY/SM change, CLIENT_REREGISTER); the others are faults
+# (QP/CQ errors, access violations, port error, device fatal)
+PORT_CHANGE_EVENTS = frozenset(
+    {"GID table change", "port active", "LID change", "P_Key change", "SM change", "client reregistration"}
+)
 BAD_ADDRESS = (
     "NCCL had no address to connect to: NCCL_SOCKET_IFNAME names an interface this host lacks (or one without"
     " an address), so the address it exchanged was empty"
@@ -87,7 +108,9 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     """Any NCCL WARN that no more specific rule reports, grouped by message (numbers, addresses and
     pointers normalised), with the `file:line -> N` chain that follows it decoded to the result name
     (0 Success, 1 UnhandledCudaError, 2 SystemError, 3 InternalError, 4 InvalidArgument, 5
-    InvalidUsage, 6 RemoteError, 7 InProgress, 8 Timeout).
+    InvalidUsage, 6 RemoteError, 7 InProgress, 8 Timeout). An error when the WARN reports a failure
+    that reached the caller (an error result in its chain, a failed call or operation, a NIC fault,
+    an NCCL error the framework raised); a warning when NCCL goes on (NVML could not answer, advice).
 
     The WARNs of IB completion errors (NET005), connection failures (NET006), RDMA or plugin
     unavailability (NET002), duplicate GPUs (RUN002), /dev/shm (RUN003), CUDA failures (RUN004),
@@ -123,13 +146,26 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
             message += f"; {hint}"
         yield make_finding(
             "RUN005",
-            "warning",
+            "error" if _failed(first, traces) else "warning",
             message,
             evidence=evidence_with_chains(msgs, traces),
             evidence_count=len(msgs),
             hosts=sorted({w.host for w in msgs if w.host}),
         )
     yield from _framework_errors(ctx, covered)
+
+
+def _failed(w: NcclMessage, traces: list[ErrorTrace]) -> bool:
+    """The WARN reports a failure that reached the caller: an error result propagated after it, a failed
+    operation, or a fault the NIC reported (not a mere change of its port)."""
+    if any(t.result not in (0, 7) for t in traces):  # 0 Success, 7 InProgress
+        return True
+    if w.kind == "ib_async_event":
+        if "non-fatal" in str(w.fields.get("async_event", "")):  # NCCL's own word (2.24+ "Got non-fatal async event")
+            return False
+        event = str(w.fields.get("ib_async_event", "")).split("(")[0].strip()  # "port error(10)": the enum follows
+        return event not in PORT_CHANGE_EVENTS
+    return w.kind in FAILED_KINDS
 
 
 def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iterable[Finding]:
@@ -162,7 +198,7 @@ def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iter
         message += f"; see the findings of {', '.join(sorted(set(nccl_warns.values())))} for NCCL's own lines"
     yield make_finding(
         "RUN005",
-        "warning",
+        "error",  # the framework raised it: the job failed
         message,
         evidence=shown([e.evidence for e in errors] + [e.evidence for e in last]),
         evidence_count=len(errors) + len(last),

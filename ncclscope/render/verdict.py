@@ -1,0 +1,91 @@
+"""The verdict a person reads first: the root causes with their one-line fix and what they explain, or
+"no problem found" with the one thing to add that would let more rules judge.
+
+Every front door shows it above the findings (analyze's text and Markdown, the HTML report, the TUI's
+Findings screen), from the findings' own order (diagnose/engine.py puts each story's head first).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ncclscope.diagnose.engine import STORIES
+from ncclscope.model import Analysis, Finding
+
+CAUSES = frozenset((cause, effect) for cause, effects in STORIES for effect in effects)
+HEADS_SHOWN = 3
+# where a fix's first instruction ends: a sentence, or the next of a list of steps
+FIRST_STEP_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.\s+(?=[A-Z`])|;\s")
+
+
+@dataclass
+class Story:
+    head: Finding
+    explains: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    stories: list[Story]
+    more_problems: int  # problems beyond the stories shown
+    missing: str  # what EVD001 says to add first, when no problem was found ("" when nothing)
+    missing_rules: int  # how many rules could not judge
+
+    @property
+    def healthy(self) -> bool:
+        return not self.stories
+
+
+def stories(findings: list[Finding]) -> list[Story]:
+    """The problems (errors, warnings) that nothing else here explains, each with the codes it explains."""
+    out = []
+    for f in findings:
+        if f.severity == "info" or f.code == "EVD001" or _explained(f, findings):
+            continue
+        out.append(Story(f, [c for c in f.related if (f.code, c) in CAUSES]))
+    return out
+
+
+def _explained(f: Finding, findings: list[Finding]) -> bool:
+    return any(
+        g is not f and g.severity != "info" and (g.code, f.code) in CAUSES and g.code in f.related for g in findings
+    )
+
+
+def verdict(analysis: Analysis) -> Verdict:
+    heads = stories(analysis.findings)
+    evidence = next((f for f in analysis.findings if f.code == "EVD001"), None)
+    missing, count = "", 0
+    if evidence is not None and evidence.fix.startswith("Add "):
+        missing = evidence.fix[len("Add ") :].split(";")[0].split(":")[0].rstrip(".")
+        counted = re.match(r"(\d+) rule", evidence.message)
+        count = int(counted.group(1)) if counted else 0
+    return Verdict(heads[:HEADS_SHOWN], max(0, len(heads) - HEADS_SHOWN), missing, count)
+
+
+def first_step(fix: str) -> str:
+    """A fix's first instruction, as one line."""
+    match = FIRST_STEP_END.search(fix)
+    step = fix[: match.start()].rstrip(" .;:") if match else fix.rstrip(" .")
+    return step + "."
+
+
+def verdict_lines(analysis: Analysis) -> list[str]:
+    """The verdict as plain lines (the text and Markdown outputs, the TUI's summary)."""
+    v = verdict(analysis)
+    if v.healthy:
+        line = "No problem found in what was given."
+        if v.missing:
+            line += f" {v.missing_rules} rule(s) could not judge; the one thing to add first: {v.missing} (EVD001)."
+        return [line]
+    lines = []
+    for story in v.stories:
+        label = "Root cause" if story.explains else "Problem"
+        explains = f" (explains {', '.join(story.explains)})" if story.explains else ""
+        lines.append(f"{label}: {story.head.code} {story.head.name}{explains}: {story.head.message}")
+        if story.head.fix:
+            lines.append(f"  fix: {first_step(story.head.fix)}")
+    if v.more_problems:
+        lines.append(f"... and {v.more_problems} more problem(s) below.")
+    return lines
