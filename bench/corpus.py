@@ -474,9 +474,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {u}")
         for a in r.apart:
             print(f"  ~ {a} (listed disagreement)")
-    main_results = [r for r in results if not later_kind(r.name)]
-    print(summarize(main_results).line())
-    print(f"later kinds ({', '.join(LATER_KINDS)}, issue 43), apart: " + summarize([r for r in results if later_kind(r.name)]).line())
+    print(summarize([r for r in results if not later_kind(r.name)]).line())
+    later = summarize([r for r in results if later_kind(r.name)])
+    print(f"later kinds ({', '.join(LATER_KINDS)}, issue 43), apart: {later.line()}")
     if args.json:
         payload = {"summary": summary.__dict__, "files": [r.__dict__ for r in results]}
         args.json.write_text(json.dumps(payload, indent=2), encoding="utf-8")
