@@ -48,7 +48,7 @@ def later_kind(name: str) -> bool:
 @dataclass
 class Disagreement:
     file: str
-    item: str  # "must RUN004", "must_not NET001", "max_severity_ok", "facts.hosts", "facts.tests[0].rows" ...
+    item: str  # "must RUN004", "must_not NET001", "max_severity_ok", "severity NET002", "root", "facts.hosts" ...
     reason: str
 
 
@@ -257,32 +257,33 @@ def _check_findings(result: FileResult, key: dict[str, Any], analysis: Any, list
 
 
 def _check_severity(result: FileResult, key: dict[str, Any], listed: set[str]) -> None:
-    """Above the file's limit, or above or below the severity the key gives a must code that fired."""
+    """Above the file's limit (max_severity_ok), or above or below the severity the key gives a code that
+    fired (`severity`; a listed "severity CODE" disagreement puts one apart)."""
     limit = key.get("max_severity_ok", "error")
     given = key.get("severity") or {}
+    over: list[str] = []
     worst = [c for c, s in result.fired.items() if SEVERITY_RANK[s] > SEVERITY_RANK[limit]]
-    worst += [
-        c
-        for c, want in given.items()
-        if c in result.fired and c not in worst and SEVERITY_RANK[result.fired[c]] > SEVERITY_RANK[want]
-    ]
-    under = [
-        c
-        for c, want in given.items()
-        if c in result.must and c in result.fired and SEVERITY_RANK[result.fired[c]] < SEVERITY_RANK[want]
-    ]
-    if under:
-        if f"severity {','.join(sorted(under))}" in listed:
-            result.apart.append(f"severity {','.join(sorted(under))}")
-        else:
-            result.under_severity = ", ".join(f"{c} ({result.fired[c]}, key {given[c]})" for c in sorted(under))
-            result.deviations.append(f"under severity: {result.under_severity}")
     if worst:
         if "max_severity_ok" in listed:
             result.apart.append("max_severity_ok")
         else:
-            result.over_severity = ", ".join(f"{c} ({result.fired[c]})" for c in sorted(worst))
-            result.deviations.append(f"over severity (max {limit}): {result.over_severity}")
+            over += worst
+    under = []
+    for code, want in given.items():
+        if code not in result.fired or code in over or SEVERITY_RANK[result.fired[code]] == SEVERITY_RANK[want]:
+            continue
+        if f"severity {code}" in listed:
+            result.apart.append(f"severity {code}")
+        elif SEVERITY_RANK[result.fired[code]] > SEVERITY_RANK[want]:
+            over.append(code)
+        elif code in result.must:
+            under.append(code)
+    if over:
+        result.over_severity = ", ".join(f"{c} ({result.fired[c]})" for c in sorted(over))
+        result.deviations.append(f"over severity (max {limit}, key {given}): {result.over_severity}")
+    if under:
+        result.under_severity = ", ".join(f"{c} ({result.fired[c]}, key {given[c]})" for c in sorted(under))
+        result.deviations.append(f"under severity: {result.under_severity}")
 
 
 def _check_headline(result: FileResult, key: dict[str, Any], rules: set[str], listed: set[str]) -> None:

@@ -188,6 +188,10 @@ def test_every_listed_disagreement_names_a_key_entry_and_a_reason(harness) -> No
             assert code in key[kind], d
         elif kind == "max_severity_ok":
             assert "max_severity_ok" in key, d
+        elif kind == "severity":
+            assert code in (key.get("severity") or {}), d
+        elif kind == "root":
+            assert key.get("root"), d
         else:
             assert kind.startswith("facts."), d
             if kind.startswith("facts.tests["):

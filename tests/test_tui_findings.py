@@ -35,7 +35,7 @@ async def test_findings_open_on_the_verdict_then_each_root_cause_before_what_it_
         assert codes[-1] == "EVD001" or "EVD001" not in codes  # what could not be judged comes last
         summary = text_of(pane, "#findings-summary")
         assert "5 errors" in summary and "4 warnings" in summary and "2 infos" in summary
-        assert "Root cause: NET002 rdma-unavailable (explains BW001, NET001)" in summary
+        assert "Root cause: NET002 rdma-unavailable (explains BW001, NET001, NET007)" in summary
         assert "fix: Install rdma-core" in summary
 
 

@@ -310,6 +310,9 @@ def _on_plugin(b: Builder, s: ProcessState, e: Event, path: str) -> None:
         s.process.net_plugin = s.process.net_plugin or str(f.get("text", "")).strip()
     if "plugin_load_failed" in f and len(b.case.messages) < MESSAGES_LIMIT:
         _add_message(b, e, f, path, warning=False)  # the usual "no external plugin here", not a fault
+    if e.family == "p2p_plugin":  # the RDMA/SHARP net plugin (HPC-X) names its transport: "P2P plugin IBext"
+        name = f.get("plugin_name")
+        s.process.net_plugin = s.process.net_plugin or (f"loaded {name}" if name else "loaded")
 
 
 DAMAGED_LIMIT = 10  # per input: the damaged records named one by one
@@ -699,6 +702,7 @@ _HANDLERS = {
     "plugin_loaded": _on_plugin,
     "plugin_assigned": _on_plugin,
     "plugin_initialized": _on_plugin,
+    "p2p_plugin": _on_plugin,
     "using_network": _on_network,
     "net_ib": _on_net_ib,
     "net_ib_gin": _on_net_ib,

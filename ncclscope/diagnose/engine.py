@@ -61,7 +61,6 @@ STORIES: list[tuple[str, list[str]]] = [
     ("TOPO004", ["BW001"]),
     ("NET002", ["NET001", "NET007", "BW001"]),
     ("NET001", ["BW001"]),
-    ("ENV001", ["NET001", "NET002", "TOPO004", "GDR001", "CH001", "BW001"]),
     ("GDR001", ["BW001"]),
     ("TOPO002", ["GDR001", "BW001"]),
     ("VER001", ["RUN001"]),
@@ -77,6 +76,10 @@ STORIES: list[tuple[str, list[str]]] = [
     ("HANG001", ["RUN006"]),
     ("HANG002", ["RUN006"]),
 ]
+# causes whose effects depend on the finding (which variable, which value): the rule lists them in `related`
+# (env_knobs.knob_effects), and a finding that lists none explains nothing
+OWN_EFFECTS = frozenset({"ENV001"})
+SETTINGS = frozenset({"ENV001", "ENV002"})  # findings about a variable's value, not about what happened
 # effects that a cause explains only when they share a host (when both name hosts)
 HOST_BOUND = frozenset({"HANG001", "HANG003"})
 
@@ -87,10 +90,20 @@ def _same_story(cause: Finding, effect: Finding) -> bool:
     return bool(set(cause.hosts) & set(effect.hosts))
 
 
-def _upstream(by_code: dict[str, list[Finding]], cause: str) -> list[Finding]:
-    """Findings of other codes that the stories name as a cause of `cause`, and that are problems themselves."""
-    causes = [c for c, effects in STORIES if cause in effects and c != cause]
-    return [f for c in causes for f in by_code.get(c, []) if f.severity != "info"]
+def _stories(findings: list[Finding]) -> list[tuple[Finding, list[str]]]:
+    """Each finding that may explain others, with the codes it may explain."""
+    effects = {cause: codes for cause, codes in STORIES}
+    out = []
+    for f in findings:
+        codes = list(f.related) if f.code in OWN_EFFECTS else effects.get(f.code, [])
+        if codes:
+            out.append((f, codes))
+    return out
+
+
+def _upstream(stories: list[tuple[Finding, list[str]]], f: Finding) -> list[Finding]:
+    """Findings that may explain `f` and are problems themselves."""
+    return [c for c, codes in stories if c is not f and f.code in codes and c.code != f.code and c.severity != "info"]
 
 
 def _link_stories(findings: list[Finding]) -> dict[int, Finding]:
@@ -100,20 +113,25 @@ def _link_stories(findings: list[Finding]) -> dict[int, Finding]:
     for f in findings:
         by_code.setdefault(f.code, []).append(f)
     causes: dict[int, list[Finding]] = {}
-    for cause, effects in STORIES:
-        for f in by_code.get(cause, []):
-            linked = [e for code in effects for e in by_code.get(code, []) if _same_story(f, e)]
-            if not linked:
-                continue
-            # a root cause explains a problem and is one itself: an info (nothing to do) is only related to
-            # what it may touch, and does not hide the cause that is a problem
-            explains = f.severity != "info" and any(e.severity in ("error", "warning") for e in linked)
-            f.root_cause = f.root_cause or (explains and not any(_upstream(by_code, cause)))
-            f.related = sorted(set(f.related) | {e.code for e in linked})
-            for e in linked:
-                e.related = sorted(set(e.related) | {cause})
-                if explains:
-                    causes.setdefault(id(e), []).append(f)
+    stories = _stories(findings)
+    for f in findings:
+        if f.code in OWN_EFFECTS:
+            f.related = []  # what it may cause, until it is found below
+    for f, effects in stories:
+        linked = [e for code in effects for e in by_code.get(code, []) if e is not f and _same_story(f, e)]
+        if not linked:
+            continue
+        # a root cause explains a problem and is one itself: an info (nothing to do) is only related to
+        # what it may touch, and does not hide the cause that is a problem
+        explains = f.severity != "info" and any(e.severity in ("error", "warning") for e in linked)
+        f.root_cause = f.root_cause or (explains and not any(_upstream(stories, f)))
+        f.related = sorted(set(f.related) | {e.code for e in linked})
+        for e in linked:
+            e.related = sorted(set(e.related) | {f.code})
+            if explains:
+                causes.setdefault(id(e), []).append(f)
+        if explains:
+            f.explains = sorted({e.code for e in linked})
     return {id(f): _head(f, causes) for f in findings}
 
 
@@ -137,6 +155,9 @@ def _story_order(f: Finding, heads: dict[int, Finding]) -> tuple:
         head.code == "EVD001",
         SEVERITY_ORDER[head.severity],
         not head.root_cause,
+        # a setting is one cause among those a diagnosis names (NET002 lists NCCL_IB_DISABLE=1): it reads after
+        head.code in SETTINGS,
+        -len(head.explains),
         head.code,
         head.message,
         f is not head,

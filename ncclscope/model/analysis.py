@@ -36,6 +36,10 @@ class Finding(Record):
         default_factory=new_list, description="Codes of findings this one explains or is explained by (one story)."
     )
     root_cause: bool = Field(False, description="First link of a story told by several findings.")
+    explains: list[str] = Field(
+        default_factory=new_list,
+        description="Codes of the findings this one explains here (it is a problem, and their documented cause).",
+    )
     sources: list[str] = Field(default_factory=new_list, description="Where the expert knowledge comes from.")
 
     @property

@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ncclscope.diagnose.engine import STORIES
 from ncclscope.model import Analysis, Finding
 
-CAUSES = frozenset((cause, effect) for cause, effects in STORIES for effect in effects)
 HEADS_SHOWN = 3
 # where a fix's first instruction ends: a sentence, or the next of a list of steps
 FIRST_STEP_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.\s+(?=[A-Z`])|;\s")
@@ -43,14 +41,12 @@ def stories(findings: list[Finding]) -> list[Story]:
     for f in findings:
         if f.severity == "info" or f.code == "EVD001" or _explained(f, findings):
             continue
-        out.append(Story(f, [c for c in f.related if (f.code, c) in CAUSES]))
+        out.append(Story(f, list(f.explains)))
     return out
 
 
 def _explained(f: Finding, findings: list[Finding]) -> bool:
-    return any(
-        g is not f and g.severity != "info" and (g.code, f.code) in CAUSES and g.code in f.related for g in findings
-    )
+    return any(g is not f and g.code != f.code and f.code in g.explains for g in findings)
 
 
 def verdict(analysis: Analysis) -> Verdict:

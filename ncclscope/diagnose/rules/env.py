@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 
 from ncclscope.diagnose.expectations import platform_spec
 from ncclscope.diagnose.rules.context import Context, shown
-from ncclscope.diagnose.rules.env_knobs import KNOBS, truthy
+from ncclscope.diagnose.rules.env_knobs import KNOBS, knob_effects, truthy
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list, jobs
 from ncclscope.model import EnvSetting, Finding, Severity
@@ -157,7 +157,7 @@ def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
         return "info", f"{head}: not among the knobs ncclscope knows; check that it is meant to be set"
     note = f" ({knob.note})" if knob.note else ""
     if knob.default is not None and s.value.strip().lower() == knob.default.lower():
-        return "info", f"{head} {knob.what}; this is the default value, so it changes nothing"
+        return "info", f"{head}: {s.name}'s default value, so it changes nothing ({s.name} {knob.what})"
     if knob.off is not None and knob.off(s.value):
         note = f" ({knob.off_note})" if knob.off_note else ""
         if knob.feature == "rdma" and ctx.single_host:
@@ -234,8 +234,15 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
                 f"Unset {s.name} (look in {CONF_FILES}: NCCL reads those files too and still logs 'set by"
                 " environment'); keep it only as a documented workaround and retest without it."
             )
-        elif knob is not None and knob.kind == "tuning":
+        elif knob is not None:  # nothing to do: the rule's why (env.rst on debugging knobs) would say otherwise
             extra["fix"] = "Nothing to do if it was set on purpose; keep it identical on every host of the job."
+            extra["explanation"] = (
+                "A setting worth knowing when runs or hosts are compared; it switches nothing off and forces"
+                " nothing NCCL would not choose, so it costs nothing by itself."
+            )
+        if knob is not None and severity != "info":
+            # the findings it can cause (engine.py links them to it as one story when they are present)
+            extra["related"] = list(knob_effects(knob, s.value))
         yield make_finding(
             "ENV001",
             severity,

@@ -22,7 +22,9 @@ class Knob:
     kind: "debug" (listed under "Debugging" in env.rst: warning) or "tuning" (system configuration
     or a documented tuning knob: info). `off(value)` says whether the value switches a transport or
     feature off; `feature` names what must be present for that to be an error (see FEATURES).
-    A value equal to `default` is reported as info whatever the kind.
+    A value equal to `default` is reported as info whatever the kind. `effects` are the codes of the
+    findings a non-default value can cause (the engine links them as one story only then); a knob
+    that switches a feature off also causes FEATURE_EFFECTS[feature].
     """
 
     kind: str
@@ -32,6 +34,29 @@ class Knob:
     default: str | None = None
     note: str = ""
     off_note: str = ""  # said only when the value switches the feature off
+    effects: tuple[str, ...] = ()
+
+
+# What switching a feature off causes, by Knob.feature (the findings that then show it)
+FEATURE_CAUSES: dict[str, tuple[str, ...]] = {
+    # not NET002: it names the setting among the reasons RDMA is unavailable, as the same diagnosis
+    "rdma": ("NET001", "NET007", "BW001"),
+    "nvlink": ("TOPO004", "BW001"),
+    "nvls": ("BW001",),
+    "shm": ("BW001",),
+    "mnnvl": ("BW001",),
+}
+GDR = ("GDR001", "BW001")
+FEWER_CHANNELS = ("CH001", "BW001")
+
+
+def knob_effects(knob: Knob, value: str) -> tuple[str, ...]:
+    """The findings this value of the knob can cause: none for its default."""
+    if knob.default is not None and value.strip().lower() == knob.default.lower():
+        return ()
+    if knob.off is not None and knob.off(value) and knob.feature in FEATURE_CAUSES:
+        return tuple(dict.fromkeys(FEATURE_CAUSES[knob.feature] + knob.effects))
+    return knob.effects if knob.off is None or knob.off(value) else ()
 
 
 # Sources: NCCL docs env.rst ("System configuration" section; the "Debugging" section: "should not be
@@ -64,26 +89,33 @@ KNOBS: dict[str, Knob] = {
     "NCCL_NET_GDR_LEVEL": Knob(
         "debug",
         "caps the GPU-NIC distance for GPUDirect RDMA",
-        _is("loc", "0"),
         None,
-        note="a level below the automatic cutoff (PXB) keeps GPUDirect RDMA off for farther NICs",
-        off_note="LOC switches GPUDirect RDMA off",
+        None,
+        note="a level below the automatic cutoff (PXB) keeps GPUDirect RDMA off for farther NICs; LOC switches it off",
+        effects=GDR,
     ),
-    "NCCL_IB_GDR_LEVEL": Knob("debug", "caps GPUDirect RDMA (old name of NCCL_NET_GDR_LEVEL)", _is("loc", "0")),
-    "NCCL_PXN_DISABLE": Knob("debug", "switches PXN (sends through a peer GPU's NIC) off", truthy, None, "0"),
+    "NCCL_IB_GDR_LEVEL": Knob("debug", "caps GPUDirect RDMA (old name of NCCL_NET_GDR_LEVEL)", effects=GDR),
+    "NCCL_PXN_DISABLE": Knob(
+        "debug", "switches PXN (sends through a peer GPU's NIC) off", truthy, None, "0", effects=("BW001",)
+    ),
     "NCCL_NVB_DISABLE": Knob("debug", "switches NVLink through an intermediate GPU off", truthy, None, "0"),
     "NCCL_P2P_DIRECT_DISABLE": Knob("debug", "switches direct P2P within a process off", truthy, None, "0"),
-    "NCCL_DMABUF_ENABLE": Knob("debug", "controls DMA-BUF for GPUDirect RDMA", _is("0")),
+    "NCCL_DMABUF_ENABLE": Knob("debug", "controls DMA-BUF for GPUDirect RDMA", _is("0"), effects=GDR),
     "NCCL_IB_MERGE_NICS": Knob("debug", "controls merging of dual-port NICs", _is("0"), None, "1"),
     # --- debugging knobs that force a choice NCCL would make itself
-    "NCCL_ALGO": Knob("debug", "forces the collective algorithms", note="keeps NCCL from choosing per size"),
-    "NCCL_PROTO": Knob(
-        "debug", "forces the protocols", note="enabling LL128 where it is unsupported can corrupt data, env.rst"
+    "NCCL_ALGO": Knob(
+        "debug", "forces the collective algorithms", note="keeps NCCL from choosing per size", effects=("BW001",)
     ),
-    "NCCL_MAX_NCHANNELS": Knob("debug", "caps the number of channels"),
+    "NCCL_PROTO": Knob(
+        "debug",
+        "forces the protocols",
+        note="enabling LL128 where it is unsupported can corrupt data, env.rst",
+        effects=("BW001",),
+    ),
+    "NCCL_MAX_NCHANNELS": Knob("debug", "caps the number of channels", effects=FEWER_CHANNELS),
     "NCCL_MIN_NCHANNELS": Knob("debug", "forces a minimum number of channels"),
-    "NCCL_NTHREADS": Knob("debug", "forces the CUDA threads per block (deprecated)"),
-    "NCCL_BUFFSIZE": Knob("debug", "changes the per-channel buffer size"),
+    "NCCL_NTHREADS": Knob("debug", "forces the CUDA threads per block (deprecated)", effects=("BW001",)),
+    "NCCL_BUFFSIZE": Knob("debug", "changes the per-channel buffer size", effects=("BW001",)),
     "NCCL_LL128_BUFFSIZE": Knob("debug", "changes the LL128 buffer size"),
     "NCCL_IB_CUDA_SUPPORT": Knob("debug", "forces GPUDirect RDMA (removed; NCCL_NET_GDR_LEVEL replaces it)"),
     "NCCL_NET_GDR_READ": Knob("debug", "forces GPUDirect RDMA reads on send"),
@@ -113,7 +145,10 @@ KNOBS: dict[str, Knob] = {
     "NCCL_CUMEM_HOST_ENABLE": Knob("debug", "controls cuMem host allocations"),
     "NCCL_RUNTIME_CONNECT": Knob("debug", "controls lazy connection setup", None, None, "1"),
     "NCCL_GRAPH_FILE": Knob(
-        "debug", "loads a saved graph", note="a stale graph file breaks init ('Dev not found', nccl#1008)"
+        "debug",
+        "loads a saved graph",
+        note="a stale graph file breaks init ('Dev not found', nccl#1008)",
+        effects=("RUN005", "RUN001", "CH001", "CH002"),
     ),
     "NCCL_GRAPH_REGISTER": Knob("debug", "controls buffer registration in CUDA graphs"),
     "NCCL_LOCAL_REGISTER": Knob("debug", "controls user-buffer registration"),
@@ -124,17 +159,19 @@ KNOBS: dict[str, Knob] = {
     "NCCL_SHM_USE_CUDA_MEMCPY": Knob("debug", "makes SHM copies with cudaMemcpy (undocumented)"),
     "NCCL_COMM_BLOCKING": Knob("debug", "controls blocking communicator calls"),
     # --- documented system configuration and tuning knobs (info)
-    "NCCL_SOCKET_IFNAME": Knob("tuning", "selects the IP interfaces"),
+    "NCCL_SOCKET_IFNAME": Knob("tuning", "selects the IP interfaces", effects=("NET003", "NET006", "RUN001")),
     "NCCL_SOCKET_FAMILY": Knob("tuning", "selects IPv4 or IPv6"),
     "NCCL_SOCKET_NTHREADS": Knob("tuning", "sets the socket helper threads"),
     "NCCL_NSOCKS_PERTHREAD": Knob("tuning", "sets the sockets per helper thread"),
     "NCCL_SOCKET_RETRY_CNT": Knob("tuning", "sets socket connect retries"),
     "NCCL_SOCKET_RETRY_SLEEP_MSEC": Knob("tuning", "sets the socket retry delay"),
     "NCCL_CROSS_NIC": Knob("tuning", "allows rings/trees to cross NIC rails"),
-    "NCCL_IB_HCA": Knob("tuning", "selects the RDMA NICs"),
+    "NCCL_IB_HCA": Knob("tuning", "selects the RDMA NICs", effects=("NET002", "NET004")),
     "NCCL_IB_TIMEOUT": Knob("tuning", "sets the IB verbs timeout"),
     "NCCL_IB_RETRY_CNT": Knob("tuning", "sets the IB retry count"),
-    "NCCL_IB_GID_INDEX": Knob("tuning", "forces the RoCE GID index", note="automatic since NCCL 2.21"),
+    "NCCL_IB_GID_INDEX": Knob(
+        "tuning", "forces the RoCE GID index", note="automatic since NCCL 2.21", effects=("NET006", "RUN005")
+    ),
     "NCCL_IB_ADDR_FAMILY": Knob("tuning", "selects the RoCE GID address family"),
     "NCCL_IB_ADDR_RANGE": Knob("tuning", "selects the RoCE GID range"),
     "NCCL_IB_ROCE_VERSION_NUM": Knob("tuning", "selects the RoCE version"),

@@ -169,9 +169,10 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
     an INFO after), `NET/IB : No device found`, a net plugin that failed to initialize (aws-ofi-nccl
     `initialization failed` or `Couldn't open a fabric provider`, `Failed to initialize NET plugin`),
     or InfiniBand switched off by NCCL_IB_DISABLE=1 / NCCL_NET=Socket. Error when a multi-host job
-    then runs over NET/Socket (NET001), warning on a multi-host job otherwise, and info on a single
-    host, where nothing crosses the network yet. Probes that fail on a host which still ends up on an
-    RDMA network are not reported.
+    then runs over NET/Socket (NET001), warning on a multi-host job otherwise, on a job whose other
+    ranks may be on hosts the inputs lack, and on a host set up for RDMA (an external net plugin
+    loaded); info on a job shown on one host, where nothing crosses the network yet. Probes that
+    fail on a host which still ends up on an RDMA network are not reported.
 
     Why: These lines are the cause of a socket fallback: a container image without rdma-core, RDMA
     devices not passed to the container, a net plugin missing or failing to find its fabric, or a
@@ -213,7 +214,16 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
         return
     multi = ctx.multi_host
     socket_hosts = [h.name for h in nets.values() if h.uses_socket]
-    severity: Severity = ("error" if socket_hosts else "warning") if multi else "info"
+    # on one host the network carries nothing; but a host set up for RDMA (an external net plugin loaded) that
+    # sees no device, or a job whose other ranks may be on hosts the inputs lack, will pay for it
+    meant = any((p.net_plugin or "").startswith("loaded") for p in ctx.case.processes) or any(
+        p.kind.startswith("ofi_")
+        for p in ctx.case.rdma_problems  # aws-ofi-nccl was installed, and failed
+    )
+    if multi:
+        severity: Severity = "error" if socket_hosts else "warning"
+    else:
+        severity = "info" if ctx.single_host and not meant else "warning"
     hosts = sorted({host for items in kept.values() for host, _ in items if host})
     parts = []
     for cause, items in kept.items():
@@ -233,8 +243,13 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
     chosen = [line for h in fallback for line in nets[h].socket_network_lines]  # `Using network Socket`
     if fallback:
         message += f"; NCCL fell back to TCP sockets (NET/Socket) on {names(fallback)}"
-    if not multi:
+    if severity == "info":
         message += "; harmless while the job stays on one host, where GPUs do not talk over the network"
+    elif not multi and meant:
+        message += "; this host has an external net plugin, so it was set up for RDMA: a run over several hosts"
+        message += " would go over TCP"
+    elif not multi:
+        message += "; the job's other ranks may run on hosts the inputs lack, which would talk over TCP"
     yield make_finding(
         "NET002",
         severity,

@@ -32,6 +32,9 @@ def covered_lines(ctx: Context) -> dict[tuple[str, int], str]:
             out.setdefault((ev.source, ev.line), code)
 
     mark((p.evidence for p in case.rdma_problems), "NET002")
+    # the OFI plugin's own WARNs in a process where it could not start say why it did not: NET002's story
+    failed_ofi = {(p.host, p.pid) for p in case.rdma_problems if p.kind.startswith("ofi_")}
+    mark((w.evidence for w in case.warnings if w.family == "net_ofi" and (w.host, w.pid) in failed_ofi), "NET002")
     mark((e.evidence for e in case.ib_completion_errors), "NET005")
     mark((f.evidence for f in case.socket_failures if connection_kind(f) is not None), "NET006")
     mark((c.evidence for c in case.cuda_errors if c.fatal), "RUN004")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.diagnose.rules.run import covered_lines
 from ncclscope.diagnose.rules.version import host_list, rank_text
 from ncclscope.model import CommRank, Communicator, Finding, Severity
 
@@ -34,11 +35,12 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
     """A communicator has ranks that logged `Init START` but no `Init COMPLETE`, or fewer ranks
     than `nranks` reported init although the inputs hold the logs of all its hosts.
 
-    Severity: error; warning when the input is visibly cut. "Visibly cut" needs positive evidence,
-    because a log that simply ends while ranks are in init is exactly what a hang looks like: the
-    reader reported a damaged input (Source.problems), or the input stops inside a listing (connection
-    lines, the topology dump ...) or in a cut record, or records in it are cut, or the poster elided
-    lines (`...`, `[...]`) (Source.truncated). When the input stops that way and no rank of the
+    Severity: error with positive evidence that init failed (the stuck ranks' WARN lines) or hangs (a
+    watchdog or timeout, the process going on past it); otherwise a warning, because a log that
+    simply ends while ranks are in init is what an excerpt looks like as much as a hang. When the
+    input is visibly cut (the reader reported a damaged input (Source.problems), the input stops
+    inside a listing (connection lines, the topology dump ...) or in a cut record, records in it are
+    cut, or the poster elided lines (`...`, `[...]`): Source.truncated) and no rank of the
     communicator completed, nothing shows how far init got: the rule does not judge, and EVD001 says
     so. Ranks that are absent from the inputs altogether are judged only when the inputs cover the
     communicator (as many hosts as `nNodes`, or as many processes on its hosts as ranks); otherwise
@@ -136,9 +138,10 @@ class _InitState:
 
 
 def _warn_lines_per_process(ctx: Context) -> dict[tuple[str | None, int | None], int]:
-    """WARN (and ABORT) lines per (host, pid), each line once."""
+    """WARN (and ABORT) lines per (host, pid), each line once; not those of a network NCCL gave up for
+    another (a net plugin that could not start: NCCL goes on over the next network, NET002 says so)."""
     warn_procs: dict[tuple[str | None, int | None], int] = defaultdict(int)
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, int]] = {line for line, code in covered_lines(ctx).items() if code == "NET002"}
     for w in ctx.case.warnings:
         if w.level in ("WARN", "ABORT") and (w.evidence.source, w.evidence.line) not in seen:
             seen.add((w.evidence.source, w.evidence.line))
@@ -176,13 +179,20 @@ def _stuck_ranks(
             f" {rank_text(retrying)} {'were' if len(retrying) != 1 else 'was'} still retrying a connection"
             " (NET006): waiting for a peer"
         )
+    elif not cut and (hung := _hang_shown(ctx, stuck)):
+        message += f"; their processes logged no WARN and {hung}: they are stuck (a hang), not failed"
     elif not cut:
-        message += "; their processes logged no WARN, so they are stuck (a hang), not failed"
+        message += (
+            "; their processes logged no WARN, and nothing after it shows a hang (a watchdog or timeout, later"
+            " lines of theirs): the input may end there (an excerpt) or the job hang there; the rest of the log,"
+            " or `ncclras` on the live job, tells which"
+        )
     if init.missing and init.covered:
         message += f"; ranks {rank_text(init.missing)} never logged init at all"
-    severity: Severity = "error"
+    # an error only with positive evidence that init failed or hangs; an input that simply ends in init is
+    # what an excerpt looks like too
+    severity: Severity = "error" if warned or (not cut and _hang_shown(ctx, stuck)) else "warning"
     if cut:
-        severity = "warning"
         message += f"; but the input looks cut ({cut}), so their COMPLETE lines may just be missing"
     return make_finding(
         "RUN001",
@@ -215,6 +225,45 @@ def _missing_ranks(head: str, init: _InitState, cut: str | None) -> Finding:
         hosts=init.hosts,
         ranks=init.missing,
     )
+
+
+HANG_EVENTS = frozenset({"watchdog_timeout", "watchdog_stuck", "dump_signal", "operations_failed"})
+
+
+def _hang_shown(ctx: Context, stuck: list[CommRank]) -> str:
+    """Positive evidence that the stuck ranks hang rather than that the input ends: the framework's
+    watchdog or timeout, or their process going on to complete another communicator's init later."""
+    events = sorted({e.kind for e in ctx.case.framework if e.kind in HANG_EVENTS})
+    if events:
+        return f"the framework reported {', '.join(k.replace('_', ' ') for k in events)}"
+    starts = {(r.host, r.pid): r.evidence.line for r in stuck if r.evidence}
+    if not starts:
+        return ""
+    sources = {r.evidence.source for r in stuck if r.evidence}
+    ids = {c.comm_id for c in _comms_of(ctx, stuck) if c.comm_id}
+    last_start = max(starts.values())
+    later = sorted(
+        {
+            r.rank
+            for comm in ctx.case.communicators
+            if comm.comm_id in ids
+            for r in comm.ranks
+            if r.init_complete and r.evidence and r.evidence.source in sources and r.evidence.line > last_start
+        }
+    )
+    if later:  # init ends in collective steps: its ranks complete together, so the input went past the moment
+        return f"rank{'s' if len(later) != 1 else ''} {rank_text(later)} of the communicator completed init later"
+    for comm in ctx.case.communicators:
+        for r in comm.ranks:
+            start = starts.get((r.host, r.pid))
+            if start is not None and r.init_complete and r.evidence and r.evidence.line > start:
+                return "their process went on to complete another communicator's init"
+    return ""
+
+
+def _comms_of(ctx: Context, ranks: list[CommRank]) -> list[Communicator]:
+    ids = {id(r) for r in ranks}
+    return [c for c in ctx.case.communicators if any(id(r) in ids for r in c.ranks)]
 
 
 def _retrying_ranks(ctx: Context, stuck: list[CommRank]) -> list[int]:

@@ -63,7 +63,8 @@ def pcie_degraded(ctx: Context) -> Iterable[Finding]:
     (same kind and PCI device id), as NCCL's topology dump (NCCL_TOPO_DUMP_FILE) records it, e.g. a
     GPU at 32 GT/s x8 where its seven peers run 32 GT/s x16; or a GPU below its own maximum width (or
     generation, while it works) as `nvidia-smi -q` reports it: "GPU 3 at 32 GT/s x8, capable of 32 GT/s
-    x16". Error where NCCL uses the device (or the inputs do not say), warning for others.
+    x16". Error where the inputs show that NCCL uses the device (its topology dump, its ranks' bus
+    ids), warning otherwise.
 
     Why: a link that trained at half width or an older generation halves what the device can move
     to and from the host, its NIC or a GPU across the PCIe switch: GPUDirect RDMA, P2P over PCIe and
@@ -122,8 +123,9 @@ def _smi_pcie_degraded(ctx: Context) -> Iterable[tuple[set[int | None], Finding]
             f"{smi_link(g.pcie_gen_max, g.width_max)}"
             for g in slow
         )
-        # NCCL's ranks name their GPUs' bus ids: a GPU none of them uses carries no NCCL traffic
-        used = not nccl_buses or any(bus_key(g.bus_id) in nccl_buses for g in slow)
+        # NCCL's ranks name their GPUs' bus ids: an error for a GPU they show it uses; without an NCCL log
+        # nothing shows that the GPU carries NCCL traffic (an error must be earned: a warning)
+        used = any(bus_key(g.bus_id) in nccl_buses for g in slow)
         evidence = [e for g in slow for e in ([g.evidence] if g.evidence else []) + g.link_evidence]
         finding = make_finding(
             "TOPO007", "error" if used else "warning", f"on {ctx.report_host(source)}: {names} ({SMI})",
