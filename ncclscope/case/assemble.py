@@ -14,7 +14,7 @@ from ncclscope.case.building import Builder
 from ncclscope.case.connections import EDGE_LIMIT, add_connections, edge_models
 from ncclscope.case.facts import as_int, evidence_of
 from ncclscope.case.hang_progress import collective_progress
-from ncclscope.case.records import RecordWalk, last_error_texts
+from ncclscope.case.records import RecordWalk, last_error_texts, process_state
 from ncclscope.common.versions import version_from_code
 from ncclscope.model import (
     Case,
@@ -141,6 +141,7 @@ def _add_coll_calls(b: Builder) -> None:
 
 def _finish(b: Builder, edges: dict[tuple, list]) -> None:
     case = b.case
+    _add_connection_processes(b, edges)
     _add_coll_calls(b)
     _add_command_line_settings(b)
     for setting, seen in b.env.values():
@@ -170,6 +171,21 @@ def _finish(b: Builder, edges: dict[tuple, list]) -> None:
         {p.cuda_driver_version for p in case.processes if p.cuda_driver_version is not None}
     )
     case.hosts = _hosts(case, edges)
+
+
+def _add_connection_processes(b: Builder, edges: dict[tuple, list]) -> None:
+    """The processes (and their hosts) that the connection lines name: a paste of a job's connection lines
+    alone still shows every process that printed one, and its rank. (Not its GPU: the number in brackets
+    is a device index in newer releases and a bus id in older ones.)"""
+    for full in edges:
+        path, host, pid, rank = full[0], full[1], full[2], full[5]
+        pid = pid if pid is not None and pid >= 0 else None  # the edges' key says -1 for a lost pid
+        if not host and pid is None:
+            continue
+        proc = process_state(b, path, host, pid).process
+        if rank is not None and rank >= 0 and rank not in proc.ranks:
+            proc.ranks.append(rank)
+            proc.ranks.sort()
 
 
 def _hosts(case: Case, edges: dict[tuple, list]) -> list[Host]:

@@ -163,7 +163,7 @@ class RecordWalk:
     def _add(self, event: Event, host: str | None, pid: int | None) -> None:
         state = self._states.get((host, pid))
         if state is None:
-            state = self._states[host, pid] = _process(self.b, self.path, host, pid)
+            state = self._states[host, pid] = process_state(self.b, self.path, host, pid)
         _add_event(self.b, state, event, self.path)
 
 
@@ -183,7 +183,8 @@ def last_error_texts(parsed: ParsedInput, events: list[Event]) -> None:
             quoted.text = strip_launcher_prefix(message_text(event))[1].strip()
 
 
-def _process(b: Builder, path: str, host: str | None, pid: int | None) -> ProcessState:
+def process_state(b: Builder, path: str, host: str | None, pid: int | None) -> ProcessState:
+    """The process (host, pid) of an input, made when first seen."""
     key = (path, host or "", pid)
     state = b.processes.get(key)
     if state is None:

@@ -112,8 +112,13 @@ def _verdict(head: str, facts: RunFacts, exp: Expectation, ratio: float) -> str:
     limits = judging()
     if exp.floor:
         first = f"{head}, expected at least {exp.shown} ({exp.label}; {exp.source})"
-        if ratio >= limits.warning_below:
+        if ratio >= 1:
             first += ": above that floor, so no fault can be shown without the NIC details"
+        elif ratio >= limits.warning_below:
+            first += (
+                f": {ratio:.0%} of that floor, within what a healthy system of the slowest such NICs reaches, so no"
+                " fault can be shown without the NIC details"
+            )
         else:
             first += f": only {ratio:.0%} of that floor"
     else:

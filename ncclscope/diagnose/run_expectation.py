@@ -222,6 +222,12 @@ def _nic_count(case: Case) -> tuple[int | None, str]:
     rdma = [n for n in names if n.startswith(("mlx5", "bnxt_re", "rdma")) and "bond" not in n.lower()]
     if rdma:
         return max(1, len(rdma) // len(case.topologies)), "IB"
+    # the job's own NIC list (`mpirun -x NCCL_IB_HCA=mlx5_0:1,mlx5_1:1,...`): a list that selects (no ^ to
+    # exclude, env.rst) names the NICs NCCL may use on each host
+    for setting in case.env:
+        value = setting.value.strip().lstrip("=")
+        if setting.name == "NCCL_IB_HCA" and value and not value.startswith("^"):
+            return len({part.strip() for part in value.split(",") if part.strip()}), fabric or "IB"
     return None, fabric
 
 

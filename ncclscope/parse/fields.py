@@ -5,6 +5,7 @@ from the bytes of any later line of the same shape.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -31,8 +32,16 @@ ORIGIN_MEMO = 65_536  # processes remembered per prefix layout
 _ORIGIN_TABLES: dict[tuple[Span | None, ...], dict[bytes, Origin]] = {}
 
 
+STARTS = ("record", "loose_record", "message")
+
+
 def grammar_parser() -> Lark:
-    return grammars.load("nccl_log", ("record", "loose_record", "message"))
+    return grammars.load("nccl_log", STARTS)
+
+
+def message_start() -> re.Pattern[str]:
+    """What a bare NCCL message (its prefix stripped) can begin with (grammars.first_words)."""
+    return grammars.first_words("nccl_log", STARTS, "message")
 
 
 def span_of(tok: Any) -> Span:

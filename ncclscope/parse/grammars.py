@@ -12,6 +12,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -100,3 +101,39 @@ def load(name: str, start: str | tuple[str, ...] = "start") -> Lark:
 def nccl_record_parser() -> Lark:
     """Parses one whole NCCL log record (prefix and message); used as the per-line baseline in bench/."""
     return load("nccl_log", ("record",))
+
+
+@cache
+def first_words(name: str, starts: tuple[str, ...], start: str) -> re.Pattern[str]:
+    """What a text parsed from `start` can begin with, as one regular expression: the terminals the LALR
+    table accepts first (a keyword, a node id ...), and after a broad one (a number) the terminals that
+    may follow it. A reader's one cheap test for text that is no such thing (a training log's lines,
+    random text) before the parser is asked; made from the parser's own table, so it never refuses what
+    the grammar takes."""
+    parser = load(name, starts)
+    table = parser.parser.parser.parser.parse_table
+    terminals = {t.name: t for t in parser.terminals}
+
+    def pattern(name: str) -> str | None:
+        terminal = terminals.get(name)
+        if terminal is None:
+            return None  # a rule's name: the table lists what it may reduce to, not text
+        if terminal.pattern.type == "str":
+            value = terminal.pattern.value
+            return re.escape(value) + (r"(?![\w])" if value[-1:].isalnum() else "")
+        return f"(?:{terminal.pattern.to_regexp()})"
+
+    def either(names: Iterable[str]) -> str:
+        found = [p for p in map(pattern, names) if p]
+        return "(?:" + "|".join(sorted(found, key=len, reverse=True)) + ")"
+
+    state = table.states[table.start_states[start]]
+    alternatives = []
+    for name, (action, target) in state.items():
+        first = pattern(name)
+        if first is None:
+            continue
+        if terminals[name].pattern.type == "re" and action.name == "Shift":
+            first += r"[ \t]*" + either(table.states[target].keys())  # "12 : ...", not "12abc"
+        alternatives.append(first)
+    return re.compile(r"[ \t]*(?:" + "|".join(sorted(alternatives, key=len, reverse=True)) + ")")

@@ -35,6 +35,7 @@ from ncclscope.parse.fields import (
     grammar_parser,
     hex_or,
     int_or,
+    message_start,
     shift,
     span_of,
     span_text,
@@ -149,6 +150,7 @@ class NcclLogParser:
         self._book = shapes
         self._cache = shapes.cache
         self._parser = grammar_parser()
+        self._message_start = message_start()  # one cheap test before a line is tried as a bare message
         self._host_ids = shapes.host_ids
         self._coarse_cache = shapes.coarse
         self._templates = shapes.templates
@@ -509,11 +511,14 @@ class NcclLogParser:
                 start += cut.end()
                 body = body[cut.end() :]
             if body and body[0] not in "#|" and len(body) < 4096:
-                record = self._parse_record(body, start, "message", cl.raw_span)
-                if record.family is not None and cut:
+                # one cheap test first: most such lines are other programs' text, which no message begins like
+                record = None
+                if self._message_start.match(body):
+                    record = self._parse_record(body, start, "message", cl.raw_span)
+                if record is not None and record.family is not None and cut:
                     record.level = cut[1]
                     record.reason = "the record's prefix was cut off"
-                if record.family is not None:
+                if record is not None and record.family is not None:
                     records.append(record)
                 elif FRAGMENT_RE.search(body):
                     whole = cl.raw_span(start, start + len(body))

@@ -96,7 +96,7 @@ def test_without_a_topology_dump_evd001_names_the_rules_and_the_setting() -> Non
 # ------------------------------------------------------------------------------------------ nvidia-smi -q
 def test_a_gpu_below_its_own_width_in_nvidia_smi_q() -> None:
     (finding,) = findings_of("TOPO007", "fixtures/smi/nvidia_smi_q_gpu3_x8.txt")
-    assert finding.severity == "error"  # no NCCL input says which GPUs it uses: a GPU host's GPUs all work
+    assert finding.severity == "warning"  # an error needs evidence: no NCCL input shows that the GPU carries traffic
     assert "GPU 3 (0000:5d:00.0) at 32 GT/s x8, capable of 32 GT/s x16 (nvidia-smi -q)" in finding.message
     assert lines(finding) == [426, 481, 482, 487, 488]  # the GPU line, then its generation and width lines
 

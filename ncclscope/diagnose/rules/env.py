@@ -13,7 +13,7 @@ from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.env_knobs import KNOBS, knob_effects, truthy
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list, jobs
-from ncclscope.model import EnvSetting, Finding, Severity
+from ncclscope.model import EnvSetting, Finding, Process, Severity
 
 # NCCL's own logging: the settings that produce the evidence ncclscope reads, not overrides
 LOGGING = frozenset(
@@ -262,17 +262,25 @@ def _host_groups(ctx: Context) -> list[tuple[list[str], dict[str, int]]]:
     processes (old NCCL prints no commId) all hosts are taken as one job.
     """
     groups = []
+    # a process counts where its lines show its start (version, driver, Init START, its settings): one known
+    # only from later lines (connection lines of an excerpt) may have printed its settings before them
+    started = {(r.host, r.pid) for c in ctx.case.communicators for r in c.ranks if r.init_start}
+    started |= {(h, pid) for s in ctx.case.env if s.origin == "log" for h in s.hosts for pid in s.pids}
+
+    def shows_start(p: Process) -> bool:
+        return bool(p.host) and bool(p.nccl_version or p.cuda_driver_version or (p.host, p.pid) in started)
+
     for job in jobs(ctx):
         counts: dict[str, int] = defaultdict(int)
         for p in job.processes:
-            if p.host and (p.ranks or p.nccl_version or p.cuda_driver_version):
+            if shows_start(p):
                 counts[p.host] += 1
         groups.append((job.hosts, dict(counts)))
     if groups:
         return groups
     counts = defaultdict(int)
     for p in ctx.case.processes:
-        if p.host and (p.ranks or p.nccl_version or p.cuda_driver_version):
+        if shows_start(p):
             counts[p.host] += 1
     hosts = sorted(h.name for h in ctx.case.hosts if h.name)
     return [(hosts, dict(counts))] if hosts else []
@@ -317,6 +325,11 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
             with_var = sorted({h for s in settings for h in s.hosts if h in host_set})
             missing = [h for h in hosts if h not in with_var]
             values = sorted({s.value for s in settings})
+            severity: Severity = "warning"
+            knob = KNOBS.get(name)
+            if len(values) == 1 and knob is not None and knob.default is not None:
+                if values[0].strip().lower() == knob.default.lower():
+                    continue  # set to its default on some hosts: they behave as the hosts where it is unset
             evidence = shown(s.evidence for s in settings)
             n_lines = sum(max(s.processes, 1) for s in settings)
             if len(values) > 1:
@@ -349,9 +362,10 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
                     " (NCCL prints a variable when a process first reads it; a process that never used the"
                     " feature does not print it)"
                 )
+                severity = "info"  # processes of one host share its environment: nothing shows they differ
             yield make_finding(
                 "ENV002",
-                "warning",
+                severity,
                 message,
                 evidence=evidence,
                 evidence_count=n_lines,

@@ -10,7 +10,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ncclscope.diagnose.rules.context import Context, shown
-from ncclscope.diagnose.rules.net_common import HostNet, host_nets, is_socket, names, net_name, plural, rank_list
+from ncclscope.diagnose.rules.net_common import (
+    HostNet,
+    host_nets,
+    is_net_edge,
+    is_socket,
+    names,
+    net_name,
+    plural,
+    rank_list,
+)
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Connection, Evidence, Finding, GdrReport
 
@@ -96,8 +105,7 @@ def _host_gdr(ctx: Context) -> dict[str, HostGdr]:
     decided: dict[str, HostGdr | None] = {}  # per host once: a large job has thousands of edges per host
 
     def entry(host: str | None) -> HostGdr | None:
-        if not host:
-            return None
+        host = host or ""  # a redacted or damaged prefix lost the hostname: its lines still say what GDR does
         if host in decided:
             return decided[host]
         net = nets.get(host) or HostNet(host)
@@ -109,6 +117,11 @@ def _host_gdr(ctx: Context) -> dict[str, HostGdr]:
     for net in nets.values():
         for edge in net.rdma_edges:
             gdr = entry(net.name)
+            if gdr is not None:
+                (gdr.on_edges if edge.gdr else gdr.off_edges).append(edge)
+    for edge in ctx.case.edges:  # lines whose hostname was lost (redacted: ":PID:TID [0] NCCL INFO ...")
+        if not edge.host and is_net_edge(edge) and not is_socket(net_name(edge.transport)):
+            gdr = entry("")
             if gdr is not None:
                 (gdr.on_edges if edge.gdr else gdr.off_edges).append(edge)
     lists = {
@@ -166,7 +179,8 @@ def _describe(h: HostGdr) -> str:
         details.append(f"NIC{'s' if len(nics) > 1 else ''} {names(nics, 4)}")
     if h.off_ranks:
         details.append(f"rank{'s' if len(h.off_ranks) > 1 else ''} {rank_list(h.off_ranks)}")
-    return h.name + (f" ({'; '.join(details)})" if details else "")
+    name = h.name or "the hosts of lines without a hostname"
+    return name + (f" ({'; '.join(details)})" if details else "")
 
 
 def _what(hosts: list[HostGdr]) -> str:
@@ -228,7 +242,7 @@ def gdr_off(ctx: Context) -> Iterable[Finding]:
         message,
         evidence=shown(evidence),
         evidence_count=sum(h.off_count() for h in hosts) + len(env_evidence),
-        hosts=[h.name for h in hosts],
+        hosts=[h.name for h in hosts if h.name],
         ranks=ranks,
     )
 

@@ -191,7 +191,7 @@ def _stuck_ranks(
         message += f"; ranks {rank_text(init.missing)} never logged init at all"
     # an error only with positive evidence that init failed or hangs; an input that simply ends in init is
     # what an excerpt looks like too
-    severity: Severity = "error" if warned or (not cut and _hang_shown(ctx, stuck)) else "warning"
+    severity: Severity = "error" if not cut and (warned or _hang_shown(ctx, stuck)) else "warning"
     if cut:
         message += f"; but the input looks cut ({cut}), so their COMPLETE lines may just be missing"
     return make_finding(

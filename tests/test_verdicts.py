@@ -1,0 +1,130 @@
+"""The verdict a person reads first (issue 40): one fixture per way it went wrong on real pastes, each written
+from the format facts (fixtures/verdicts/, described in fixtures/README.md). Every test here failed before
+the change it covers."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.engine import analyze
+from ncclscope.model import Analysis, Finding
+
+from conftest import REPO, run_cli
+
+VERDICTS = REPO / "fixtures" / "verdicts"
+
+
+@cache
+def analysis_of(*names: str) -> Analysis:
+    paths = [str(VERDICTS / n) if "/" not in n else str(REPO / n) for n in names]
+    return analyze(read_case(paths, jobs=1).case)
+
+
+def found(name: str, code: str) -> list[Finding]:
+    return [f for f in analysis_of(name).findings if f.code == code]
+
+
+def first_json_finding(*args: str) -> dict:
+    done = run_cli("analyze", "--format", "json", "--fail-on", "never", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["findings"][0]
+
+
+# 1. hosts and processes are counted from every line that names them -------------------------------------
+def test_hosts_and_processes_named_only_in_connection_lines_are_counted() -> None:
+    case = analysis_of("hosts_only_in_connection_lines.log").case
+    assert [h.name for h in case.hosts] == ["trn-a17", "trn-b04", "trn-c11"]
+    assert len(case.processes) == 24 and sorted(r for p in case.processes for r in p.ranks) == list(range(24))
+    (net001,) = found("hosts_only_in_connection_lines.log", "NET001")
+    assert net001.severity == "error" and "the job spans 3 hosts" in net001.message
+    assert "the one host" not in net001.message
+
+
+def test_parse_lists_the_hosts_of_connection_lines() -> None:
+    done = run_cli("parse", str(VERDICTS / "hosts_only_in_connection_lines.log"))
+    assert b"(3 hosts)" in done.stdout and b"0-23" in done.stdout, done.stdout
+
+
+# 2. a root cause is one that explains; a setting that changes nothing explains nothing --------------------
+def test_only_a_documented_cause_is_named_root_cause() -> None:
+    analysis = analysis_of("ib_disabled_two_hosts.log")
+    first = analysis.findings[0]
+    assert (first.code, first.root_cause, first.explains) == ("NET002", True, ["NET001"])
+    settings = {f.message.split("=")[0]: f for f in analysis.findings if f.code == "ENV001"}
+    assert settings["NCCL_IB_DISABLE"].explains == ["NET001"] and settings["NCCL_IB_DISABLE"].root_cause
+    for knob in ("NCCL_COMM_ID", "NCCL_IB_TIMEOUT"):  # tuning knobs: info, nothing to do, explain nothing
+        f = settings[knob]
+        assert (f.severity, f.root_cause, f.explains) == ("info", False, [])
+        assert "should not be used in production" not in f.explanation
+
+
+def test_the_first_json_finding_is_the_root_cause_and_the_text_opens_on_it() -> None:
+    assert first_json_finding(str(VERDICTS / "ib_disabled_two_hosts.log"))["code"] == "NET002"
+    text = run_cli("analyze", "--fail-on", "never", str(VERDICTS / "ib_disabled_two_hosts.log")).stdout.decode()
+    lines = text.splitlines()
+    assert lines[2].startswith("Root cause: NET002 rdma-unavailable (explains NET001): RDMA networking is unavailable")
+    assert lines[3].startswith("  fix: ")
+
+
+def test_a_default_value_says_it_changes_nothing_and_explains_nothing(tmp_path: Path) -> None:
+    text = (VERDICTS / "ib_disabled_two_hosts.log").read_text()
+    log = tmp_path / "default.log"
+    log.write_text(text.replace("NCCL_IB_DISABLE set by environment to 1.", "NCCL_IB_DISABLE set by environment to 0."))
+    analysis = analyze(read_case([str(log)], jobs=1).case)
+    (ib,) = [f for f in analysis.findings if f.code == "ENV001" and "NCCL_IB_DISABLE" in f.message]
+    assert "switches InfiniBand/RoCE off; this is the default" not in ib.message
+    assert "NCCL_IB_DISABLE's default value, so it changes nothing" in ib.message
+    assert (ib.severity, ib.root_cause, ib.explains) == ("info", False, [])
+    assert not [f for f in analysis.findings if f.code == "ENV002"]
+
+
+# 3. a log that simply ends in init is an excerpt as much as a hang ----------------------------------------
+def test_an_excerpt_that_ends_in_init_is_a_warning_that_says_what_is_missing() -> None:
+    (run001,) = found("excerpt_ends_in_init.log", "RUN001")
+    assert run001.severity == "warning"
+    assert "the input may end there (an excerpt) or the job hang there" in run001.message
+    assert "so they are stuck (a hang)" not in run001.message
+
+
+def test_a_watchdog_timeout_is_the_positive_evidence_that_makes_it_a_hang() -> None:
+    (run001,) = [
+        f
+        for f in analysis_of("excerpt_ends_in_init.log", "fixtures/runtime/pytorch_watchdog_timeout.log").findings
+        if f.code == "RUN001"
+    ]
+    assert run001.severity == "error" and "watchdog timeout: they are stuck (a hang)" in run001.message
+
+
+# 4. an empty hostname field loses no evidence ------------------------------------------------------------
+def test_gdr_off_is_found_on_lines_whose_hostname_was_redacted() -> None:
+    (gdr,) = found("empty_hostname_gdr_off.log", "GDR001")
+    assert gdr.severity == "warning"
+    assert "GPUDirect RDMA is off over NET/IB on the hosts of lines without a hostname" in gdr.message
+    assert "32 connection lines without /GDRDMA" in gdr.message
+
+
+# 5. a command line's NIC list is read whole --------------------------------------------------------------
+def test_mpirun_ib_hca_list_is_read_whole_and_counts_the_nics() -> None:
+    analysis = analysis_of("mpirun_ib_hca_list.txt")
+    (hca,) = [s for s in analysis.case.env if s.name == "NCCL_IB_HCA"]
+    assert hca.value == "mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
+    (judgement,) = analysis.bandwidth
+    assert "8 NICs per host" in judgement.verdict and judgement.expected_busbw == 96
+    assert not [f for f in analysis.findings if f.severity != "info"]
+
+
+def test_a_slurm_export_list_still_ends_each_value_at_the_next_variable() -> None:
+    from ncclscope.parse.framework_log import FrameworkReader
+
+    reader = FrameworkReader("cmd")
+    reader.command_line(1, "srun --export=ALL,NCCL_DEBUG=INFO,NCCL_IB_HCA=mlx5_0,mlx5_1 python train.py")
+    reader.command_line(2, "mpirun -x NCCL_DEBUG_SUBSYS=INIT\\,NET -x NCCL_ALGO=Ring,Tree ./a.out")
+    assert [(name, value) for name, value, _ in reader.settings] == [
+        ("NCCL_DEBUG", "INFO"),
+        ("NCCL_IB_HCA", "mlx5_0,mlx5_1"),
+        ("NCCL_DEBUG_SUBSYS", "INIT,NET"),
+        ("NCCL_ALGO", "Ring,Tree"),
+    ]
