@@ -128,3 +128,37 @@ def test_a_slurm_export_list_still_ends_each_value_at_the_next_variable() -> Non
         ("NCCL_DEBUG_SUBSYS", "INIT,NET"),
         ("NCCL_ALGO", "Ring,Tree"),
     ]
+
+
+# 6. BW004 (not one job) fires on separate jobs, not on a smoke test ------------------------------------
+def test_two_headers_with_rank_0_on_two_hosts_are_two_separate_jobs() -> None:
+    (bw004,) = found("two_headers_rank0_two_hosts.txt", "BW004")
+    assert bw004.severity == "error" and bw004.hosts == ["a100-n03", "a100-n04"]
+    assert "nccl-tests was not built with MPI" in bw004.message
+
+
+def test_a_one_rank_smoke_test_with_its_own_nccl_log_is_not_two_processes() -> None:
+    assert found("one_rank_smoke_test.txt", "BW004") == []
+    assert not [f for f in analysis_of("one_rank_smoke_test.txt").findings if f.severity != "info"]
+
+
+# 7. tables without a header: what no platform explains is said; what cannot be judged is EVD001's -----------
+def test_a_headerless_table_far_below_any_fabric_is_a_warning() -> None:
+    (bw001,) = found("headerless_table_slow.txt", "BW001")
+    assert bw001.severity == "warning"
+    assert "peaks at 4.1 GB/s busbw at 512 MiB" in bw001.message
+    assert "below any NVLink, PCIe P2P or RDMA" in bw001.message
+    assert "could not be compared" not in bw001.message
+
+
+def test_a_time_that_stays_at_milliseconds_whatever_the_size_is_a_warning() -> None:
+    (bw001,) = found("flat_time_table.txt", "BW001")
+    assert bw001.severity == "warning"
+    assert "stays at 40.1-44.2 ms from 1 MiB to 1 GiB" in bw001.message
+
+
+def test_a_headerless_table_that_cannot_be_judged_gets_no_bw001() -> None:
+    analysis = analysis_of("fixtures/nccl_tests/headerless_rows.txt")
+    assert [f.code for f in analysis.findings if f.code.startswith("BW001")] == []
+    (evd,) = [f for f in analysis.findings if f.code == "EVD001"]
+    assert "BW001 could not judge" in evd.message

@@ -107,12 +107,13 @@ def test_two_host_all_reduce_above_the_network_floor_is_not_flagged() -> None:
     assert findings("BW001", HEALTHY_TWO_HOSTS) == []
 
 
-def test_unknown_platform_gives_one_info_saying_what_is_needed() -> None:
-    f = only("BW001", HEADERLESS)
-    assert f.severity == "info"
-    assert "2 run(s) could not be compared" in f.message
+def test_unknown_platform_is_said_by_evd001_not_by_a_bw001_that_judges_nothing() -> None:
+    assert findings("BW001", HEADERLESS) == []
+    (evd,) = findings("EVD001", HEADERLESS)
+    assert evd.message.count("BW001 could not judge") == 2, evd.message
+    assert evd.message.count("has no expectation to be compared with") == 2
     # the rank count is inferred from busbw/algbw (2(n-1)/n); what is missing is the GPU model
-    assert "nvidia-smi -L" in f.message
+    assert "nvidia-smi -L" in evd.message
 
 
 def test_capped_run_is_not_called_low() -> None:

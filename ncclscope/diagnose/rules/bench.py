@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ncclscope.common.words import exact_size
 from ncclscope.diagnose.bandwidth import unjudged_need
-from ncclscope.diagnose.expectations import judging, latency_references, spec_by_key
+from ncclscope.diagnose.expectations import figure, judging, latency_references, reference, spec_by_key
 from ncclscope.diagnose.platform import cpu_run
 from ncclscope.diagnose.rules.bench_common import (
     gbs_text,
@@ -111,8 +111,10 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
     what the detected platform reaches for that collective, GPU count and likely algorithm (NVLS for
     all_reduce on NVSwitch hosts, ring otherwise, the NICs across hosts). Error below 50%, warning
     below 80%; a run that stops between 128 MiB and 1 GiB only counts below 50%, as a warning. When
-    the GPU or the figures are unknown, one info finding says what the inputs would need. Tables
-    measured between CPU processes (the built-in benchmark on gloo) are not judged.
+    the GPU or the figures are unknown, only what no platform explains is said (a warning): a peak under
+    half of what one 100G RDMA NIC carries at 128 MiB and more, or a time per call that stays at
+    milliseconds from 1 MiB to 256 MiB and beyond; otherwise EVD001 says what the inputs would need.
+    Tables measured between CPU processes (the built-in benchmark on gloo) are not judged.
 
     Why: busbw is the figure that should sit near the hardware's unidirectional link rate: ~370 GB/s
     ring or ~480 GB/s NVLS on 8x H100, ~24 GB/s per HDR NIC across hosts. A run far below it means
@@ -147,8 +149,78 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
         else:
             continue
         yield _low_finding(ctx, j, run, severity)  # type: ignore[arg-type]
-    if unjudged:
-        yield _unjudged_finding(ctx, unjudged)
+    for j, run in unjudged:
+        # no platform to compare with: only what no platform explains is said; what could not be judged is
+        # EVD001's to say, not a BW001 finding that judges nothing
+        verdict = _below_any_fabric(j, run) or _flat_time(run)
+        if verdict:
+            yield verdict
+        else:
+            _cannot_compare(ctx, j, run)
+
+
+def _below_any_fabric(j: BandwidthJudgement, run: BenchmarkRun) -> Finding | None:
+    """Peak busbw, at a size where every fabric is near its plateau, under half of what one 100G RDMA NIC
+    carries (the slowest per-NIC reference, data/expected_busbw.json): below any NVLink, PCIe P2P or RDMA
+    path of the last ten years, whatever the platform."""
+    limits = judging()
+    slowest = min(figure(e.busbw_gbs)[0] for e in reference().network.per_nic if e.kind == "reference")
+    floor = limits.error_below * slowest
+    if j.size < limits.provisional_min_bytes or j.measured_busbw >= floor:
+        return None
+    if run.devices and len({d.host for d in run.devices}) <= 1:
+        return None  # GPUs of one host without P2P (consumer cards) copy through host memory at about this speed
+    rows = largest_rows(run)
+    return make_finding(
+        "BW001",
+        "warning",
+        f"{j.collective or 'the collective'} at {j.source}:{j.line} peaks at {gbs_text(j.measured_busbw)} GB/s busbw at"
+        f" {exact_size(j.size)}: under {gbs_text(floor)} GB/s, half of what one 100G RDMA NIC carries"
+        f" ({gbs_text(slowest)} GB/s), so below any NVLink, PCIe P2P or RDMA path whatever the GPUs are; the data"
+        " most likely went over TCP sockets or a slow Ethernet link (the platform is not in the inputs, so no exact"
+        " figure is compared; GPUs of one host without P2P, consumer cards, copy through host memory at about this"
+        " speed)",
+        evidence=row_evidence(run, rows) + run_evidence(run),
+        hosts=run_hosts(run),
+    )
+
+
+FLAT_MIN_US = 1000.0  # a per-call time no NVLink or RDMA all_reduce of 1 MiB takes (tens of us: data latency)
+
+
+def _flat_time(run: BenchmarkRun) -> Finding | None:
+    """A time that hardly grows while the size grows 256-fold and more, and starts at milliseconds: a fixed
+    cost per call (a stall, a timeout, a proxy thread) limits every size, not the links."""
+    rows = sorted((r for r in run.rows if r.out_of_place.time_us), key=lambda r: r.size)
+    if len(rows) < 4:
+        return None
+    small = next((r for r in rows if r.size >= 1 << 20), None)
+    large = rows[-1]
+    if small is None or large.size < 256 * small.size:
+        return None
+    t0, t1 = small.out_of_place.time_us or 0.0, large.out_of_place.time_us or 0.0
+    if t0 < FLAT_MIN_US or t1 > 2 * t0:
+        return None
+    return make_finding(
+        "BW001",
+        "warning",
+        f"the time per call of the run at {run.source}:{run.line} stays at {t0 / 1000:.1f}-{t1 / 1000:.1f} ms from"
+        f" {exact_size(small.size)} to {exact_size(large.size)}: a fixed cost of milliseconds per call limits every"
+        " size (a stalled proxy or network thread, a timeout and retry, a host-side synchronisation), not the"
+        " links, which would make the time grow with the size",
+        evidence=row_evidence(run, [small, large]) + run_evidence(run),
+        hosts=run_hosts(run),
+    )
+
+
+def _cannot_compare(ctx: Context, j: BandwidthJudgement, run: BenchmarkRun) -> None:
+    need = unjudged_need(ctx.case, ctx.platform, j) or "a reference figure for this hardware"
+    ctx.cannot_judge(
+        "BW001",
+        f"the peak busbw of {j.collective or 'a run'} at {j.source}:{j.line} ({gbs_text(j.measured_busbw)} GB/s)"
+        f" has no expectation to be compared with; it would need {need}",
+        shown(row_evidence(run, largest_rows(run)) + run_evidence(run), 2),
+    )
 
 
 def _low_finding(ctx: Context, j: BandwidthJudgement, run: BenchmarkRun, severity: str) -> Finding:
@@ -176,32 +248,6 @@ def _low_finding(ctx: Context, j: BandwidthJudgement, run: BenchmarkRun, severit
         evidence=evidence,
         evidence_count=len(evidence),
         hosts=run_hosts(run),
-    )
-
-
-def _unjudged_finding(ctx: Context, items: list[tuple[BandwidthJudgement, BenchmarkRun]]) -> Finding:
-    needs: list[str] = []
-    for j, _run in items:
-        need = unjudged_need(ctx.case, ctx.platform, j)
-        if need and need not in needs:
-            needs.append(need)
-    runs = ", ".join(f"{j.collective} at {j.source}:{j.line} ({gbs_text(j.measured_busbw)} GB/s)" for j, _ in items[:4])
-    more = f" and {len(items) - 4} more" if len(items) > 4 else ""
-    message = (
-        f"Peak busbw of {len(items)} run(s) could not be compared with an expectation ({runs}{more}); "
-        f"it would need {'; '.join(needs) or 'a reference figure for this hardware'}"
-    )
-    # the row whose busbw could not be judged, then the run's header
-    evidence = [e for _, run in items for e in row_evidence(run, largest_rows(run)) + run_evidence(run)]
-    return make_finding(
-        "BW001",
-        "info",
-        message,
-        evidence=shown(evidence),
-        evidence_count=len(evidence),
-        hosts=sorted({h for _, run in items for h in run_hosts(run)}),
-        fix="Add what the message names (nccl-tests output with its header and device lines, `nvidia-smi topo -m`, "
-        "an NCCL_DEBUG=INFO log); then ncclscope can compare peak busbw with a sourced reference figure.",
     )
 
 
