@@ -162,3 +162,43 @@ def test_a_headerless_table_that_cannot_be_judged_gets_no_bw001() -> None:
     assert [f.code for f in analysis.findings if f.code.startswith("BW001")] == []
     (evd,) = [f for f in analysis.findings if f.code == "EVD001"]
     assert "BW001 could not judge" in evd.message
+
+
+# 9. topology verdicts -------------------------------------------------------------------------------------
+def test_a_flattened_matrix_is_a_hidden_topology_that_explains_the_far_nics() -> None:
+    analysis = analysis_of("flattened_vm_matrix.txt")
+    first = analysis.findings[0]
+    assert (first.code, first.severity, first.root_cause) == ("TOPO006", "warning", True)
+    assert first.explains == ["TOPO001", "TOPO002"]
+    assert "8 GPUs and 4 RDMA NICs all PHB" in first.message
+
+
+def test_one_gpus_nics_serving_eight_gpus_through_pxn_is_a_warning() -> None:
+    (topo002,) = found("two_nics_on_gpu0.txt", "TOPO002")
+    assert topo002.severity == "warning"
+    assert "only GPU0 has a NIC on its PCIe switch: 2 NICs (NIC0 (mlx5_0), NIC1 (mlx5_1)) carry" in topo002.message
+
+
+def test_nvlink_bridges_in_pairs_are_a_design_not_a_board_to_reseat() -> None:
+    (topo003,) = found("nvlink_bridged_pairs.txt", "TOPO003")
+    assert topo003.severity == "info" and "GPU0-GPU1, GPU2-GPU3" in topo003.message
+    assert "reseat" not in topo003.fix and "drain" not in topo003.fix
+
+
+def test_a_matrix_cut_after_some_rows_says_nothing_of_the_pairs_in_the_others(tmp_path: Path) -> None:
+    text = (VERDICTS / "two_nics_on_gpu0.txt").read_text().splitlines()
+    cut = tmp_path / "cut.txt"
+    cut.write_text("\n".join(text[:6]) + "\n")  # the header and GPU0-GPU4: no row of GPU5-7
+    analysis = analyze(read_case([str(cut)], jobs=1).case)
+    assert [f for f in analysis.findings if f.code == "TOPO003"] == []
+
+
+def test_a_pci_only_matrix_does_not_judge_nvlink(tmp_path: Path) -> None:
+    matrix = (VERDICTS / "two_nics_on_gpu0.txt").read_text().replace("NV12", "SYS")
+    paste = tmp_path / "mp.txt"
+    paste.write_text("root@a1b2c3:/workspace# nvidia-smi topo -mp\n" + matrix)
+    analysis = analyze(read_case([str(paste)], jobs=1).case)
+    assert analysis.case.topologies[0].pci_only
+    assert [f.code for f in analysis.findings if f.code in ("TOPO001", "TOPO003")] == []
+    (evd,) = [f for f in analysis.findings if f.code == "EVD001"]
+    assert "TOPO001 could not judge" in evd.message and "nvidia-smi topo -mp" in evd.message

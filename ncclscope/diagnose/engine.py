@@ -57,6 +57,8 @@ def analyze(case: Case, select: list[str] | None = None, ignore: list[str] | Non
 
 # causes and their effects: when both are present they are one story, root cause first
 STORIES: list[tuple[str, list[str]]] = [
+    # a hidden topology makes NCCL see flat, slow paths: the far NICs and pairs are what it sees, not the board
+    ("TOPO006", ["TOPO001", "TOPO002", "GDR001", "CH001", "BW001"]),
     ("TOPO001", ["TOPO004", "BW001"]),
     ("TOPO004", ["BW001"]),
     ("NET002", ["NET001", "NET007", "BW001"]),

@@ -29,6 +29,9 @@ class TopologyMatrix(Record):
     nic_names: dict[str, str] = Field(default_factory=new_dict, description="NIC Legend: NIC0 -> mlx5_0.")
     legend: Literal["SYS", "SOC", "none"] = Field("none", description="Which legend generation was printed.")
     problems: list[str] = Field(default_factory=new_list, description="Cells or rows that could not be read.")
+    pci_only: bool = Field(
+        False, description="Printed by `nvidia-smi topo -mp`: PCIe paths only, GPU-GPU cells never show NVLink."
+    )
 
 
 class Measurement(Record):

@@ -25,7 +25,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
 from ncclscope.model import TopologyMatrix
-from ncclscope.parse.grammars import load
+from ncclscope.parse.grammars import load, terminal_regex
 
 _STARTS = (
     "header",
@@ -44,6 +44,7 @@ _MAX_PROBLEMS = 50
 
 # Cheap line classification, before the grammar is asked.
 # A header starts with GPU0 (or GPUn) followed by another column name, possibly run together.
+_COMMAND = re.compile(terminal_regex("topo_matrix", "TOPO_COMMAND"))
 _HEADER_START = re.compile(r"GPU[0-9]+\s*(?:GPU[0-9]|NIC[0-9]|[a-z][a-z0-9_]*[0-9]|CPU|NUMA)")
 _LEGEND_TITLE = re.compile(r"Legend\s*:")
 _NIC_LEGEND_TITLE = re.compile(r"NIC\s+Legend\s*:")
@@ -117,6 +118,7 @@ class TopologyReader:
         self.source = source
         self._open: _Open | None = None
         self._done: list[TopologyMatrix] = []
+        self._pci_only = False  # the last `nvidia-smi topo` command seen asked for PCIe paths only (-mp)
 
     # ------------------------------------------------------------------------------------------
     # The interface
@@ -149,6 +151,9 @@ class TopologyReader:
     # Outside a matrix: only a header can start one.
 
     def _try_header(self, lineno: int, text: str) -> bool:
+        if "nvidia-smi" in text and (command := _COMMAND.search(text)):
+            self._pci_only = command[1] in ("-mp", "--matrix_pci")
+            return False  # the prompt line is the command's, not the matrix's (other readers see it too)
         if "GPU" not in text or len(text) > _MAX_LINE:
             return False
         body = text.lstrip()
@@ -408,5 +413,7 @@ class TopologyReader:
                 nic_names=m.nic_names,
                 legend=m.legend,  # type: ignore[arg-type]
                 problems=m.problems,
+                pci_only=self._pci_only,
             )
         )
+        self._pci_only = False

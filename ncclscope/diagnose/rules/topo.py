@@ -59,7 +59,7 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
         if shm_lines
         else ""
     )
-    for topo in ctx.case.topologies:
+    for topo in _gpu_pair_matrices(ctx, "TOPO001"):
         far: dict[str, set[tuple[str, str]]] = defaultdict(set)
         for a, b in gpu_pairs(topo):
             token = link(topo, a, b)
@@ -174,7 +174,23 @@ def nic_far_from_gpu(ctx: Context) -> Iterable[Finding]:
                 f"no NIC shares a PCIe switch with {plural(len(plain), 'GPU')}, so GPUDirect RDMA is off by "
                 "default and inter-host traffic crosses the CPU",
             )
-        if pxn:
+        if pxn and len(pxn) > len(close):
+            # PXN routes, but the few GPUs next to NICs carry the inter-host traffic of the many that are not
+            nics = sorted(
+                {n for g in close for n in rdma if PCIE_RANK.get(link(topo, g, n), NEAR + 1) <= NEAR}, key=order
+            )
+            yield _nic_finding(
+                ctx,
+                topo,
+                "warning",
+                {g: far[g] for g in pxn},
+                f"NCCL sends their traffic through an NVLink peer (PXN), but only {labels(sorted(close, key=order))}"
+                f" {'has' if len(close) == 1 else 'have'} a NIC on {'its' if len(close) == 1 else 'their'} PCIe"
+                f" switch: {plural(len(nics), 'NIC')} ({', '.join(nic_label(topo, n) for n in nics)})"
+                f" {'carries' if len(nics) == 1 else 'carry'} the inter-host traffic of"
+                f" {plural(len(topo.gpus), 'GPU')}",
+            )
+        elif pxn:
             yield _nic_finding(
                 ctx,
                 topo,
@@ -253,12 +269,27 @@ def nvlink_uneven(ctx: Context) -> Iterable[Finding]:
     Sources: NCCL src/graph/paths.cc; NCCL docs performance_and_tuning.rst; Azure NHC
     check_nvlink_status
     """
-    for topo in ctx.case.topologies:
-        counts = {(a, b): nvlink_between(topo, a, b) for a, b in gpu_pairs(topo)}
+    for topo in _gpu_pair_matrices(ctx, "TOPO003"):
+        # pairs whose cell the paste holds (a matrix cut after some rows says nothing of the pairs in the others)
+        counts = {(a, b): nvlink_between(topo, a, b) for a, b in gpu_pairs(topo) if link(topo, a, b)}
         histogram = Counter(counts.values())
         if not any(counts.values()) or len(histogram) < 2:
             continue
         evidence_all = matrix_evidence(topo, topo.gpus)
+        bridged = _bridged_pairs(topo, counts)
+        if bridged:
+            yield make_finding(
+                "TOPO003",
+                "info",
+                f"{where(topo)}: NVLink joins the GPUs in pairs ({bridged}), each GPU to one peer, with the same"
+                " count: NVLink bridges, a design rather than a fault; the other pairs go over PCIe, and NCCL rings"
+                " cross them there",
+                evidence=shown(evidence_all),
+                evidence_count=len(evidence_all),
+                hosts=matrix_hosts(ctx),
+                fix="Nothing to fix. Keep the GPUs that talk most on a bridged pair (CUDA_VISIBLE_DEVICES order).",
+            )
+            continue
         if _hybrid_cube_mesh(topo):
             links = ", ".join(f"{plural(n, 'pair')} NV{c}" for c, n in sorted(histogram.items()) if c)
             yield make_finding(
@@ -298,6 +329,32 @@ def nvlink_uneven(ctx: Context) -> Iterable[Finding]:
             evidence_count=len(evidence),
             hosts=matrix_hosts(ctx),
         )
+
+
+def _gpu_pair_matrices(ctx: Context, code: str) -> list[TopologyMatrix]:
+    """The matrices whose GPU-GPU cells say whether NVLink joins the pair: not those of `nvidia-smi topo -mp`
+    (PCIe paths only), of which the rule says it could not judge."""
+    for topo in ctx.case.topologies:
+        if topo.pci_only:
+            ctx.cannot_judge(
+                code,
+                f"{where(topo)} was printed by `nvidia-smi topo -mp`, which shows PCIe paths only: its GPU-GPU cells"
+                " never show NVLink (`nvidia-smi topo -m` does)",
+                matrix_evidence(topo, topo.gpus)[:1],
+            )
+    return [t for t in ctx.case.topologies if not t.pci_only]
+
+
+def _bridged_pairs(topo: TopologyMatrix, counts: dict[tuple[str, str], int]) -> str:
+    """Every GPU of the matrix has NVLink to exactly one peer, all with one count (a bridge per pair of PCIe
+    cards): the pairs, as "GPU0-GPU1, GPU2-GPU3"; "" otherwise."""
+    linked = [pair for pair, n in counts.items() if n]
+    peers = Counter(g for pair in linked for g in pair)
+    if len(topo.gpus) < 2 or set(peers) != set(topo.gpus) or any(n != 1 for n in peers.values()):
+        return ""
+    if len({counts[pair] for pair in linked}) != 1:
+        return ""
+    return ", ".join(f"{a}-{b}" for a, b in linked)
 
 
 def _hybrid_cube_mesh(topo: TopologyMatrix) -> bool:

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ncclscope.case.topology import link
+from ncclscope.case.topology import is_rdma_nic, link
 from ncclscope.common.versions import nccl_version
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -284,7 +284,8 @@ def virtual_topology(ctx: Context) -> Iterable[Finding]:
     with a tiny `maxBw` (12 GB/s or less, NCCL's fallback for links it cannot read) in NCCL's own
     topology dump. Either half of the conjunction alone is not enough: a real single-socket host
     whose one NIC hangs off the CPU (PHB to every GPU) has a flat matrix, and a PCIe Gen3 host has
-    maxBw 12.
+    maxBw 12. A flat matrix of 4 or more GPUs and 2 or more RDMA NICs is enough by itself: no
+    multi-GPU board puts all of them on one host bridge without a PCIe switch.
 
     Why: When the PCI tree is hidden (hypervisor, VMBUS, no /sys in the container), NCCL assumes
     the slowest links and flat distances: it builds fewer channels, turns GPUDirect RDMA off and may
@@ -310,6 +311,17 @@ def virtual_topology(ctx: Context) -> Iterable[Finding]:
         files = sorted({s.path.rstrip("/").rsplit("/", 1)[-1] for s in sysfs})
         what = f" ({', '.join(files)})" if files else ""
         facts.append(f"NCCL could not read {plural(len(sysfs), 'sysfs file')}{what}")
+    # a flat matrix alone is enough where no real board could be that flat: several GPUs and several RDMA NICs
+    # all on one host bridge (no PCIe switch for any of them) is what a hypervisor or container presents
+    virtual = [t for t in flat if len(t.gpus) >= FLAT_GPUS and len(_rdma_nics(t)) >= 2]
+    if virtual and not (tiny and flat):
+        topo = virtual[0]
+        facts.append(
+            f"the matrix {where(topo)} is flat: {len(topo.gpus)} GPUs and {len(_rdma_nics(topo))} RDMA NICs all PHB"
+            " to one another on one NUMA node, with no PCIe switch between any of them, which no multi-GPU board is"
+            " built like (a VM or container presents its devices this way)"
+        )
+        evidence += matrix_evidence(topo, topo.nics)
     if tiny and flat:
         tiny_hosts = {t.host for t in tiny if t.host}
         on = f" on {hosts_text(tiny_hosts)}" if tiny_hosts else ""
@@ -329,6 +341,13 @@ def virtual_topology(ctx: Context) -> Iterable[Finding]:
         evidence_count=len(evidence),
         hosts=sorted(hosts),
     )
+
+
+FLAT_GPUS = 4  # a real host with this many GPUs puts them behind PCIe switches (PIX/PXB cells)
+
+
+def _rdma_nics(topo: TopologyMatrix) -> list[str]:
+    return [n for n in topo.nics if is_rdma_nic(topo.nic_names.get(n, n))]
 
 
 def _flat_matrix(topo: TopologyMatrix) -> bool:
