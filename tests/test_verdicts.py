@@ -202,3 +202,46 @@ def test_a_pci_only_matrix_does_not_judge_nvlink(tmp_path: Path) -> None:
     assert [f.code for f in analysis.findings if f.code in ("TOPO001", "TOPO003")] == []
     (evd,) = [f for f in analysis.findings if f.code == "EVD001"]
     assert "TOPO001 could not judge" in evd.message and "nvidia-smi topo -mp" in evd.message
+
+
+# 1 (again). a host name cut by another writer's text is the same host ------------------------------------
+def test_a_host_name_cut_by_another_writer_is_not_a_second_host(tmp_path: Path) -> None:
+    log = tmp_path / "cut_host.log"
+    log.write_text(
+        "gke-pool-a3-node7:803:803 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
+        "gke-pool-a3-node7:803:1369 [0] NCCL INFO ncclCommInitRank comm 0x5633e7a1c2d0 rank 0 nranks 2 cudaDev 0"
+        " nvmlDev 0 busId 4000 commId 0x2d6c0b1e9fa40177 - Init START\n"
+        "gke-pool-a3-node7:803:1369 [0] NCCL INFO ncclCommInitRank comm 0x5633e7a1c2d0 rank 0 nranks 2 cudaDev 0"
+        " nvmlDev 0 busId 4000 commId 0x2d6c0b1e9fa40177 - Init COMPLETE\n"
+        "gke-p# step 100 loss 2.31\n"
+        "ool-a3-node7:803:1527 [0] NCCL INFO misc/socket.cc:775 -> 3\n"
+    )
+    analysis = analyze(read_case([str(log)], jobs=1).case)
+    assert [h.name for h in analysis.case.hosts] == ["gke-pool-a3-node7"]
+    assert [f for f in analysis.findings if f.code == "ENV002"] == []
+
+
+# 8. wording and severities that say one thing ------------------------------------------------------------
+def test_proxy_warnings_after_the_communicators_abort_are_teardown_not_failures(tmp_path: Path) -> None:
+    log = tmp_path / "abort.log"
+    log.write_text(
+        "node-a:4410:4470 [0] NCCL INFO socketProgressOpt: abort called\n"
+        "node-a:4410:4512 [0] proxy.cc:1458 NCCL WARN [Service thread] Accept failed Operation now in progress\n"
+        "node-a:4410:4512 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from"
+        " rank 0, retcode 3\n"
+        "node-a:4410:4410 [0] NCCL INFO comm 0x55c0d1e2f300 rank 0 nranks 2 cudaDev 0 busId 4000 - Abort COMPLETE\n"
+    )
+    analysis = analyze(read_case([str(log)], jobs=1).case)
+    assert [f for f in analysis.findings if f.code == "NET006"] == []
+    run005 = [f for f in analysis.findings if f.code == "RUN005"]
+    assert run005 and {f.severity for f in run005} == {"info"}
+    assert all("after the communicator's abort" in f.message for f in run005)
+
+
+def test_net003_on_one_host_is_info_and_an_exclusion_list_selects_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "ifname.log"
+    log.write_text(
+        "ip-172-31-1-71:2285:2285 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^lo,docker,veth\n"
+        "ip-172-31-1-71:2285:2285 [0] NCCL INFO Bootstrap : Using ens3:172.31.1.71<0>\n"
+    )
+    assert [f for f in analyze(read_case([str(log)], jobs=1).case).findings if f.code == "NET003"] == []

@@ -21,8 +21,10 @@ from ncclscope.model import (
     CollCalls,
     ConnectionSummary,
     Host,
+    Process,
 )
 from ncclscope.parse.log_records import Event
+from ncclscope.parse.normalize import looks_like_host
 from ncclscope.parse.one_input import ParsedInput
 
 
@@ -142,6 +144,7 @@ def _add_coll_calls(b: Builder) -> None:
 def _finish(b: Builder, edges: dict[tuple, list]) -> None:
     case = b.case
     _add_connection_processes(b, edges)
+    _merge_cut_hosts(case)
     _add_coll_calls(b)
     _add_command_line_settings(b)
     for setting, seen in b.env.values():
@@ -186,6 +189,50 @@ def _add_connection_processes(b: Builder, edges: dict[tuple, list]) -> None:
         if rank is not None and rank >= 0 and rank not in proc.ranks:
             proc.ranks.append(rank)
             proc.ranks.sort()
+
+
+MIN_HOST_CHARS = 3  # a shorter tail of a name is too common to be the rest of a cut one
+
+
+def _merge_cut_hosts(case: Case) -> None:
+    """A host name that is the tail of another host's name with the same pid is that host's, its line cut by
+    another writer ("gke-h# world_size=16" then "ypercomputer-...:803:1527 [0] NCCL INFO ..."): one process,
+    counted once, its facts under the whole name."""
+    names: dict[int, set[str]] = defaultdict(set)
+    for proc in case.processes:
+        if proc.host and proc.pid is not None:
+            names[proc.pid].add(proc.host)
+    whole: dict[tuple[str, int], str] = {}
+    for pid, hosts in names.items():
+        for cut in hosts:
+            longer = [
+                h for h in hosts if len(h) > len(cut) >= MIN_HOST_CHARS and h.endswith(cut) and looks_like_host(h)
+            ]  # not "`gpu-bt1": a quote glued to the whole name
+            if len(longer) == 1:
+                whole[(cut, pid)] = longer[0]
+    if not whole:
+        return
+    for value in case.__dict__.values():
+        for item in value if isinstance(value, list) else ():
+            _rename(item, whole)
+            for rank in getattr(item, "ranks", None) or ():
+                _rename(rank, whole)
+    kept: dict[tuple[str, str, int | None], Process] = {}
+    for proc in case.processes:
+        first = kept.setdefault((proc.source, proc.host, proc.pid), proc)
+        if first is not proc:
+            first.ranks = sorted(set(first.ranks) | set(proc.ranks))
+            first.cuda_devs = sorted(set(first.cuda_devs) | set(proc.cuda_devs))
+    case.processes = list(kept.values())
+    by_name = {cut: name for (cut, _), name in whole.items()}
+    for setting in case.env:  # a setting names its hosts, not their pids
+        setting.hosts = sorted({by_name.get(h, h) for h in setting.hosts})
+
+
+def _rename(item: object, whole: dict[tuple[str, int], str]) -> None:
+    host, pid = getattr(item, "host", None), getattr(item, "pid", None)
+    if isinstance(host, str) and isinstance(pid, int) and (host, pid) in whole:
+        item.host = whole[(host, pid)]  # type: ignore[attr-defined]
 
 
 def _hosts(case: Case, edges: dict[tuple, list]) -> list[Host]:

@@ -228,6 +228,7 @@ SOCKET_PROBLEMS = {
     "connect_failed": "connect_failed",
     "call_to_failed": "call_failed",
     "bad_address_family": "bad_address_family",
+    "socket_aborted": "aborted",
 }
 
 

@@ -122,8 +122,8 @@ class SocketFailure(Origin):
 
     level: str
     problem: Literal[
-        "connection_closed", "connect_failed", "call_failed", "bad_address_family", "no_interface", "other"
-    ] = Field(description="What NCCL's own text says happened.")
+        "connection_closed", "connect_failed", "call_failed", "bad_address_family", "no_interface", "aborted", "other"
+    ] = Field(description="What NCCL's own text says happened (aborted: the communicator's abort closed it).")
     caller: str | None = Field(None, description="socketProgress, socketStartConnect, Net, Bootstrap ...")
     call: str | None = Field(None, description="recv, send, connect ...")
     peer: str | None = None

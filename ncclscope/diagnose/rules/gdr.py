@@ -221,7 +221,8 @@ def gdr_off(ctx: Context) -> Iterable[Finding]:
     if not hosts:
         return
     # GDR matters where traffic crosses hosts: NET lines on the host, or a multi-host job
-    traffic = ctx.multi_host or any(h.off_edges or h.on_edges for h in hosts)
+    # or a communicator larger than one host, whose other ranks run on hosts the inputs lack
+    traffic = ctx.multi_host or bool(ctx.ranks_elsewhere) or any(h.off_edges or h.on_edges for h in hosts)
     causes, env_evidence = _causes(ctx, hosts)
     transports = sorted({h.transport() for h in hosts})
     described = "; ".join(_describe(h) for h in hosts[:HOSTS_DETAILED])

@@ -164,6 +164,8 @@ def connection_kind(failure: SocketFailure) -> tuple[str, str] | None:
     """(kind, meaning) of a socket failure; None for one that is not about a connection."""
     if failure.problem == "bad_address_family":
         return None  # an internal check on the address NCCL built (RUN005)
+    if failure.problem == "aborted":
+        return None  # `socketProgressOpt: abort called`: the communicator's own abort (teardown), not the network
     known = socket_errno(failure.errno_text)
     if known is not None:
         return known.label, known.meaning

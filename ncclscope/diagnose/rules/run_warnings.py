@@ -19,7 +19,7 @@ from ncclscope.diagnose.rules.run import (
     lines_text,
     warns_of,
 )
-from ncclscope.model import ErrorTrace, Finding, FrameworkEvent, NcclMessage, SocketFailure
+from ncclscope.model import ErrorTrace, Finding, FrameworkEvent, NcclMessage, Severity, SocketFailure
 
 # ---------------------------------------------------------------------------------------- RUN005
 MEMLOCK = (
@@ -134,19 +134,33 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     groups: dict[str, list[NcclMessage]] = defaultdict(list)
     for w in warns:
         groups[_shape(w.message)].append(w)
+    # where each process's communicator was aborted (`socketProgressOpt: abort called`): its proxy's WARNs after
+    # that are the teardown's, not a failure of their own
+    aborted: dict[tuple, int] = {}
+    for f in ctx.case.socket_failures:
+        if f.problem == "aborted":
+            key = (f.evidence.source, f.host, f.pid)
+            aborted[key] = min(aborted.get(key, f.evidence.line), f.evidence.line)
     for _, msgs in sorted(groups.items(), key=lambda kv: (kv[1][0].evidence.source, kv[1][0].evidence.line)):
         first = msgs[0]
+        teardown = all(
+            w.kind == "proxy_failure" and w.evidence.line > aborted.get((w.evidence.source, w.host, w.pid), 1 << 62)
+            for w in msgs
+        )
         traces = [t for t in (chains.after(w) for w in msgs) if t]
         where = f"{first.file}:{first.file_line}" if first.file and first.file_line else (first.file or "")
         text = first.message if len(first.message) <= 200 else first.message[:197] + "..."
         message = f"NCCL WARN `{text}`{f' ({where})' if where else ''} on {hosts_text(msgs)}, {lines_text(len(msgs))}"
         message += chain_summary(traces)
         hint = _hint(first, failures)
+        if teardown:
+            hint = "after the communicator's abort (`abort called`): its proxy thread stopping, not a failure"
         if hint:
             message += f"; {hint}"
+        severity: Severity = "info" if teardown else "error" if _failed(first, traces) else "warning"
         yield make_finding(
             "RUN005",
-            "error" if _failed(first, traces) else "warning",
+            severity,
             message,
             evidence=evidence_with_chains(msgs, traces),
             evidence_count=len(msgs),

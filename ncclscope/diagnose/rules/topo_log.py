@@ -155,9 +155,14 @@ def _refusal_text(report: P2pReport) -> str:
 def _p2p_refusals(case: Case) -> dict[str, list[P2pReport]]:
     out: dict[str, list[P2pReport]] = defaultdict(list)
     seen: set[tuple[str, frozenset[str]]] = set()
+    gpus: dict[str, set[int]] = defaultdict(set)  # the GPUs each host's processes use
+    for proc in case.processes:
+        gpus[proc.host or ""].update(proc.cuda_devs)
     for report in case.p2p:
         if report.kind == "disabled_on_nvlink" or report.supported:
             continue  # TOPO005's, or P2P that works
+        if report.kind == "intra_node_support" and len(gpus.get(report.host or "", ())) <= 1:
+            continue  # one GPU of this host in the job: no pair inside it, whatever intraNodeP2pSupport says
         key = (report.host or "", frozenset(report.devices) or frozenset({report.kind}))
         if key not in seen:  # both GPUs of a pair print it, every rank prints its support
             seen.add(key)
