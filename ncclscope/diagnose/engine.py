@@ -59,6 +59,8 @@ def analyze(case: Case, select: list[str] | None = None, ignore: list[str] | Non
 STORIES: list[tuple[str, list[str]]] = [
     # a hidden topology makes NCCL see flat, slow paths: the far NICs and pairs are what it sees, not the board
     ("TOPO006", ["TOPO001", "TOPO002", "GDR001", "CH001", "BW001"]),
+    # a GPU without its NVLinks: its pairs go through PCIe and the CPU (far pairs, SHM)
+    ("TOPO003", ["TOPO001", "TOPO004", "BW001"]),
     ("TOPO001", ["TOPO004", "BW001"]),
     ("TOPO004", ["BW001"]),
     ("NET002", ["NET001", "NET007", "BW001"]),
@@ -71,10 +73,11 @@ STORIES: list[tuple[str, list[str]]] = [
     ("GDR002", ["BW001"]),
     ("NET003", ["NET006", "RUN001"]),
     # a hang's cause is what went wrong on the host of the rank the others wait for (HOST_BOUND)
-    ("RUN004", ["HANG001", "HANG003"]),
+    # a rank's CUDA failure: its peers' connections close, the proxy's calls fail, the test stops
+    ("RUN004", ["HANG001", "HANG003", "NET006", "RUN005", "BW005"]),
     ("RUN005", ["HANG001", "HANG003"]),
-    ("NET005", ["NET006", "HANG001", "HANG003"]),
-    ("NET006", ["HANG001", "HANG003"]),
+    ("NET005", ["NET006", "HANG001", "HANG003", "BW005"]),
+    ("NET006", ["HANG001", "HANG003", "BW005"]),
     ("HANG001", ["RUN006"]),
     ("HANG002", ["RUN006"]),
 ]
@@ -83,7 +86,7 @@ STORIES: list[tuple[str, list[str]]] = [
 OWN_EFFECTS = frozenset({"ENV001"})
 SETTINGS = frozenset({"ENV001", "ENV002"})  # findings about a variable's value, not about what happened
 # effects that a cause explains only when they share a host (when both name hosts)
-HOST_BOUND = frozenset({"HANG001", "HANG003"})
+HOST_BOUND = frozenset({"HANG001", "HANG003", "BW005"})
 
 
 def _same_story(cause: Finding, effect: Finding) -> bool:

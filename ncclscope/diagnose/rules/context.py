@@ -101,7 +101,9 @@ class Context:
             "connections": lambda: case.connections.total > 0 or self.single_rank_comms,
             # a log shows the settings NCCL read (none: nothing set); without one, a command line may
             "settings": lambda: bool(case.env) or any("nccl_log" in s.kinds for s in case.sources),
-            "transports": lambda: case.connections.total > 0 or bool(case.p2p) or self.single_rank_comms,
+            "transports": lambda: (
+                case.connections.total > 0 or bool(case.p2p or case.p2p_matrices) or self.single_rank_comms
+            ),
             "graph": lambda: bool(self.families & GRAPH_FAMILIES) or bool(case.graph_dumps),
             "tuning": lambda: bool(self.families & TUNING_FAMILIES),
             "topology": lambda: bool(case.topologies),

@@ -100,7 +100,7 @@ KNOBS: dict[str, Knob] = {
     ),
     "NCCL_NVB_DISABLE": Knob("debug", "switches NVLink through an intermediate GPU off", truthy, None, "0"),
     "NCCL_P2P_DIRECT_DISABLE": Knob("debug", "switches direct P2P within a process off", truthy, None, "0"),
-    "NCCL_DMABUF_ENABLE": Knob("debug", "controls DMA-BUF for GPUDirect RDMA", _is("0"), effects=GDR),
+    "NCCL_DMABUF_ENABLE": Knob("debug", "controls DMA-BUF for GPUDirect RDMA", _is("0"), default="1", effects=GDR),
     "NCCL_IB_MERGE_NICS": Knob("debug", "controls merging of dual-port NICs", _is("0"), None, "1"),
     # --- debugging knobs that force a choice NCCL would make itself
     "NCCL_ALGO": Knob(

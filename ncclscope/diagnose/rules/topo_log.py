@@ -72,6 +72,21 @@ def shm_instead_of_p2p(ctx: Context) -> Iterable[Finding]:
         per_host[""].evidence = [e for k, e in case.connections.examples.items() if k in shm_lines]
     for host, refusals in _p2p_refusals(case).items():
         per_host[host].refusals = refusals
+    for matrix in case.p2p_matrices:  # `nvidia-smi topo -p2p r|w|p`: the driver's own answer for each pair
+        if matrix.capability in ("nvlink", "atomics"):
+            continue  # no NVLink or no atomics says nothing of P2P over PCIe
+        refused = sorted(
+            {(min(a, b, key=order), max(a, b, key=order), cell) for a, row in matrix.cells.items()
+             for b, cell in row.items() if a != b and cell.upper() in P2P_REFUSED}
+        )  # fmt: skip
+        if refused:
+            shm = per_host[ctx.report_host(matrix.source) if len(case.p2p_matrices) > 1 else ""]
+            flag = f" {matrix.capability[0]}" if matrix.capability else ""
+            command = f"`nvidia-smi topo -p2p{flag}`"
+            shm.matrix_refusals.append(
+                f"{command} reports P2P {', '.join(f'{a}-{b} {P2P_REFUSED[c.upper()]} ({c})' for a, b, c in refused)}"
+            )
+            shm.evidence.extend(matrix.evidence[g] for g in sorted({a for a, _, _ in refused}) if g in matrix.evidence)
     causes = [f"{e.name}={e.value}" for e in case.env if e.name in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL")]
     cause = f"; {', '.join(causes)} set by environment" if causes else ""
     # hosts with the same GPU pairs tell one story: one finding for all of them
@@ -104,6 +119,7 @@ class _HostShm:
     evidence: list[Evidence] = field(default_factory=list)
     lines: int = 0
     refusals: list[P2pReport] = field(default_factory=list)
+    matrix_refusals: list[str] = field(default_factory=list)
 
     def add(self, edge: Connection, src: int | str | None, dst: int | str | None, topo: TopologyMatrix | None) -> None:
         a = _device_name(src) or f"rank {edge.from_rank}"
@@ -116,7 +132,11 @@ class _HostShm:
         self.lines += edge.channels
 
     def signature(self) -> tuple[str, ...]:
-        return (*sorted(self.pairs.values()), *sorted({_refusal_text(r) for r in self.refusals}))
+        return (
+            *sorted(self.pairs.values()),
+            *sorted({_refusal_text(r) for r in self.refusals}),
+            *self.matrix_refusals,
+        )
 
     def description(self, with_ranks: bool, hosts: int, lines: str) -> str:
         parts = []
@@ -137,7 +157,19 @@ class _HostShm:
         if self.refusals:
             texts = sorted({_refusal_text(r) for r in self.refusals})
             parts.append(f"NCCL reports P2P unavailable: {', '.join(texts[:PAIRS_SHOWN])}")
+        if self.matrix_refusals:
+            parts.append("; ".join(self.matrix_refusals) + ": NCCL then copies through host memory (SHM)")
         return "; ".join(parts)
+
+
+# nvidia-smi topo -p2p's legend (nvidia-smi --help-query / `topo -h`): every status but OK and X refuses P2P
+P2P_REFUSED = {
+    "CNS": "chipset not supported",
+    "GNS": "GPU not supported",
+    "TNS": "topology not supported",
+    "NS": "not supported",
+    "DR": "disabled by regkey",
+}
 
 
 def _device_name(dev: int | str | None) -> str | None:
