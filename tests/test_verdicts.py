@@ -65,8 +65,34 @@ def test_the_first_json_finding_is_the_root_cause_and_the_text_opens_on_it() -> 
     assert first_json_finding(str(VERDICTS / "ib_disabled_two_hosts.log"))["code"] == "NET002"
     text = run_cli("analyze", "--fail-on", "never", str(VERDICTS / "ib_disabled_two_hosts.log")).stdout.decode()
     lines = text.splitlines()
-    assert lines[2].startswith("Root cause: NET002 rdma-unavailable (explains NET001): RDMA networking is unavailable")
-    assert lines[3].startswith("  fix: ")
+    # the setting NET002 names is said with it, not as a second root cause
+    assert lines[2].startswith(
+        "Root cause: NET002 rdma-unavailable (explains NET001; with ENV001 NCCL_IB_DISABLE=1): RDMA networking is"
+    )
+    assert lines[3].startswith("  fix: ") and not lines[4].startswith("Root cause")
+
+
+def test_quiet_leaves_out_what_could_not_be_judged() -> None:
+    loud = run_cli("analyze", "--fail-on", "never", str(VERDICTS / "ib_disabled_two_hosts.log")).stdout
+    quiet = run_cli("analyze", "-q", "--fail-on", "never", str(VERDICTS / "ib_disabled_two_hosts.log")).stdout
+    assert b"EVD001" in loud and b"EVD001" not in quiet and b"Root cause: NET002" in quiet
+
+
+def test_the_report_opens_on_the_verdict(tmp_path: Path) -> None:
+    html, md = tmp_path / "report.html", tmp_path / "report.md"
+    for target in (html, md):
+        done = run_cli("report", str(VERDICTS / "ib_disabled_two_hosts.log"), "-o", str(target))
+        assert done.returncode == 0, done.stderr
+    page = html.read_text()
+    summary = page[page.index('class="verdict') : page.index("</div>", page.index('class="verdict'))]
+    assert "Root cause: NET002 rdma-unavailable" in summary and "fix: Install rdma-core" in summary
+    assert "> Root cause: NET002 rdma-unavailable" in md.read_text()
+
+
+def test_no_problem_found_says_so_and_names_the_one_thing_to_add() -> None:
+    text = run_cli("analyze", str(VERDICTS / "mpirun_ib_hca_list.txt")).stdout.decode()
+    assert "No problem found in what was given." in text.splitlines()[3]
+    assert "the one thing to add first: an NCCL log (EVD001)" in text
 
 
 def test_a_default_value_says_it_changes_nothing_and_explains_nothing(tmp_path: Path) -> None:

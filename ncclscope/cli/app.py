@@ -72,6 +72,20 @@ JobsOpt = Annotated[
 ]
 
 
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Leave out what could not be judged for lack of evidence (EVD001): only what the inputs show.",
+    ),
+]
+
+
+def _quieted(ignore: list[str] | None, quiet: bool) -> list[str] | None:
+    return [*(ignore or []), "EVD001"] if quiet else ignore
+
+
 def read_case(paths: list[str], jobs: int | None):  # type: ignore[no-untyped-def]
     """ncclscope.case.read.read_case, imported when a command reads (the parser is the heavy part)."""
     from ncclscope.case.read import read_case as read
@@ -169,8 +183,11 @@ def analyze(
         ),
     ] = False,
     idle: IdleOpt = 60.0,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Diagnose: findings by severity, each with its evidence lines, why it matters and the fix."""
+    """Diagnose: the verdict (root causes and their fix) first, then every finding with its evidence lines,
+    why it matters and the fix."""
+    ignore = _quieted(ignore, quiet)
     if follow:
         if len(paths) != 1 or output_format is not AnalyzeFormat.text or output is not None or redact:
             _report_problems(["--follow reads one file or - and prints text (no -o, --format or --redact)"])
@@ -215,8 +232,10 @@ def report(
     ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes or prefixes.")] = None,
     redact: RedactOpt = False,
     jobs: JobsOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Write a report to attach to a ticket: one self-contained HTML page, or Markdown with PNG plots."""
+    ignore = _quieted(ignore, quiet)
     from ncclscope.diagnose.engine import analyze as run_rules
     from ncclscope.render.report import ReportError, write_report
 

@@ -26,6 +26,7 @@ from ncclscope.render.findings import describe_platform, headline
 from ncclscope.render.findings import evidence_shown as capped_evidence
 from ncclscope.render.plots import Plot
 from ncclscope.render.templating import TEMPLATES, render_page
+from ncclscope.render.verdict import verdict_lines
 
 EVIDENCE_CAP = 10  # evidence lines shown per finding; the rest are counted
 ROWS_CAP = 200  # rows of a long table (hosts, settings, edges, warnings)
@@ -165,6 +166,7 @@ def _summary(analysis: Analysis) -> dict[str, Any]:
     return {
         "cls": verdict_class(analysis),
         "headline": headline(analysis),
+        "verdict": verdict_lines(analysis) if analysis.findings else [],
         "badges": [(sev, analysis.summary.get(sev, 0)) for sev in SEVERITIES],
         "platform": describe_platform(analysis) if p.key or p.gpu_model else None,
         "top": top,

@@ -33,6 +33,7 @@ from ncclscope.render.html import (
     render_html,
 )
 from ncclscope.render.plots import Plot, benchmark_plots
+from ncclscope.render.verdict import verdict_lines
 
 HTML_SUFFIXES = (".html", ".htm")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -139,6 +140,8 @@ def _md_summary(analysis: Analysis) -> list[str]:
     out = [f"## ncclscope {__version__} report: {headline(analysis)}", ""]
     counts = ", ".join(f"{analysis.summary.get(s, 0)} {s}" for s in SEVERITIES)
     out += [f"**Verdict:** {counts}.", ""]
+    if analysis.findings:
+        out += [("> " + line.strip()) for line in verdict_lines(analysis)] + [""]
     if analysis.platform.key or analysis.platform.gpu_model:
         out += [f"**Platform:** {describe_platform(analysis)}", ""]
     for j in analysis.bandwidth:

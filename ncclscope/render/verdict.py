@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ncclscope.model import Analysis, Finding
 
 HEADS_SHOWN = 3
+SETTINGS = frozenset({"ENV001", "ENV002"})
 # where a fix's first instruction ends: a sentence, or the next of a list of steps
 FIRST_STEP_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.\s+(?=[A-Z`])|;\s")
 
@@ -21,6 +22,7 @@ FIRST_STEP_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.\s+(?=[A-Z`])|;\s")
 class Story:
     head: Finding
     explains: list[str] = field(default_factory=list)
+    settings: list[Finding] = field(default_factory=list)  # settings that tell part of the same story
 
 
 @dataclass
@@ -37,9 +39,15 @@ class Verdict:
 
 def stories(findings: list[Finding]) -> list[Story]:
     """The problems (errors, warnings) that nothing else here explains, each with the codes it explains."""
-    out = []
+    out: list[Story] = []
     for f in findings:
         if f.severity == "info" or f.code == "EVD001" or _explained(f, findings):
+            continue
+        # a setting whose effects an earlier story already explains is part of it (NET002 names the
+        # NCCL_IB_DISABLE=1 that ENV001 reports): said with it, not as a second root cause
+        told = next((s for s in out if f.code in SETTINGS and f.explains and set(f.explains) <= set(s.explains)), None)
+        if told is not None:
+            told.settings.append(f)
             continue
         out.append(Story(f, list(f.explains)))
     return out
@@ -78,7 +86,8 @@ def verdict_lines(analysis: Analysis) -> list[str]:
     lines = []
     for story in v.stories:
         label = "Root cause" if story.explains else "Problem"
-        explains = f" (explains {', '.join(story.explains)})" if story.explains else ""
+        also = "; with " + ", ".join(f"{f.code} {f.message.split(' ', 1)[0]}" for f in story.settings)
+        explains = f" (explains {', '.join(story.explains)}{also if story.settings else ''})" if story.explains else ""
         lines.append(f"{label}: {story.head.code} {story.head.name}{explains}: {story.head.message}")
         if story.head.fix:
             lines.append(f"  fix: {first_step(story.head.fix)}")
