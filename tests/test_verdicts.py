@@ -271,3 +271,46 @@ def test_net003_on_one_host_is_info_and_an_exclusion_list_selects_nothing(tmp_pa
         "ip-172-31-1-71:2285:2285 [0] NCCL INFO Bootstrap : Using ens3:172.31.1.71<0>\n"
     )
     assert [f for f in analyze(read_case([str(log)], jobs=1).case).findings if f.code == "NET003"] == []
+
+
+# 10. garbage is refused, and fast ------------------------------------------------------------------------
+def _random_text(size: int, seed: int = 40) -> bytes:
+    import base64
+    import random
+
+    rng = random.Random(seed)
+    lines, total = [], 0
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    while total < size:
+        words = " ".join("".join(rng.choices(letters, k=rng.randint(2, 9))) for _ in range(6))
+        three = [
+            base64.b64encode(rng.randbytes(rng.choice((48, 57, 60)))) + b"\n",
+            (words + ".\n").encode(),
+            ("RAS " + words + "\n").encode(),  # a keyword and free text: no NCCL message without NCCL's prefix
+        ]
+        lines += three
+        total += sum(map(len, three))
+    return b"".join(lines)
+
+
+def test_random_text_is_refused_in_one_line_and_its_lines_are_counted_not_parsed(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.txt"
+    junk.write_bytes(_random_text(3 * 1024 * 1024))
+    done = run_cli("analyze", str(junk))
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.decode().strip().splitlines() == [
+        f"ncclscope: {junk}: no NCCL log, topology matrix or nccl-tests output found"
+    ]
+    assert done.stdout == b""
+    source = read_case([str(junk)], jobs=1).case.sources[0]
+    assert source.nccl_lines == 0 and source.skipped_lines == source.lines > 0
+
+
+def test_a_log_after_junk_is_still_read_and_the_skipped_lines_are_said(tmp_path: Path) -> None:
+    mixed = tmp_path / "junk_then_log.txt"
+    mixed.write_bytes(_random_text(9 * 1024 * 1024) + (REPO / "fixtures/nccl/v2_26_socket_fallback.log").read_bytes())
+    case = read_case([str(mixed)], jobs=1).case
+    assert case.sources[0].skipped_lines > 0 and case.sources[0].recognized == case.sources[0].nccl_lines > 100
+    assert [h.name for h in case.hosts] == ["node-b01", "node-b02"]
+    summary = run_cli("parse", str(mixed)).stdout.decode()
+    assert "lines skipped before the first it knows" in summary

@@ -93,6 +93,11 @@ class Source(Record):
         0, description="Framework lines about NCCL that were not understood (listed in `unrecognized`)."
     )
     invalid_utf8_lines: int = Field(0, description="Lines that were not valid UTF-8 (decoded with replacement).")
+    skipped_lines: int = Field(
+        0,
+        description="Lines of blocks read before anything was recognised that hold no word of any kind ncclscope"
+        " reads (random text, other programs' output): counted, not parsed (parse/junk.py).",
+    )
     families: dict[str, int] = Field(default_factory=new_dict, description="Count of NCCL records per message family.")
     problems: list[str] = Field(default_factory=new_list, description="Why this input was partly or wholly unusable.")
     truncated: list[str] = Field(

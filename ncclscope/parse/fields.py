@@ -44,6 +44,11 @@ def message_start() -> re.Pattern[str]:
     return grammars.first_words("nccl_log", STARTS, "message")
 
 
+def message_keywords() -> tuple[str, ...]:
+    """The constant words a bare NCCL message can begin with (grammars.first_keywords)."""
+    return grammars.first_keywords("nccl_log", STARTS, "message")
+
+
 def span_of(tok: Any) -> Span:
     """Position of a token (a Tree here would be a grammar change the parser must follow)."""
     return (tok.start_pos or 0, tok.end_pos or 0)

@@ -137,3 +137,13 @@ def first_words(name: str, starts: tuple[str, ...], start: str) -> re.Pattern[st
             first += r"[ \t]*" + either(table.states[target].keys())  # "12 : ...", not "12abc"
         alternatives.append(first)
     return re.compile(r"[ \t]*(?:" + "|".join(sorted(alternatives, key=len, reverse=True)) + ")")
+
+
+@cache
+def first_keywords(name: str, starts: tuple[str, ...], start: str) -> tuple[str, ...]:
+    """The constant words a text parsed from `start` can begin with (the string terminals of the LALR
+    table's first state): `Channel`, `Bootstrap`, `NET` ... (first_words is the whole test)."""
+    parser = load(name, starts)
+    table = parser.parser.parser.parser.parse_table
+    accepted = table.states[table.start_states[start]].keys()
+    return tuple(sorted(t.pattern.value for t in parser.terminals if t.name in accepted and t.pattern.type == "str"))

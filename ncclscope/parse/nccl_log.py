@@ -118,7 +118,8 @@ BULK_FAMILIES = frozenset(
 # orphan tail "000 commId 0x... - Init COMPLETE", "NCCL IN" cut by another logger): counted as
 # NCCL lines that were not understood, never dropped as prose.
 FRAGMENT_RE = re.compile(
-    r"\S*:\d+:\d+ \[\d+\] NCCL\b|\bNCCL (?:IN|INF|WA|WAR|TR|TRA)\b|- Init (?:START|COMPLETE)\b|\bcommId 0x"
+    # (searched, so no leading \S*: that made every start of a long word a scan to its end)
+    r":\d+:\d+ \[\d+\] NCCL\b|\bNCCL (?:IN|INF|WA|WAR|TR|TRA)\b|- Init (?:START|COMPLETE)\b|\bcommId 0x"
     r"|\bvia (?:P2P|SHM|NET)/|\bUsing network \w|\bnRanks \d+ nNodes \d+"
 )
 
@@ -546,6 +547,9 @@ class NcclLogParser:
             return RecordShape(whole, "BARE", None, "not an NCCL message")
         if start == "message":
             bare = extract(tree)
+            if set(bare) == {"text"} and bare["text"][0] <= len(text.split(None, 1)[0]) + 1:
+                # one keyword and free text ("RAS ..."): without NCCL's prefix, any program's line can be that
+                return RecordShape(whole, "BARE", None, "not an NCCL message")
             return RecordShape(
                 whole, "BARE", str(tree.data), fields=shift(bare, mapper), elided=elided or "ellipsis" in bare
             )

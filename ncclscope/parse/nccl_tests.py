@@ -81,7 +81,7 @@ _FAILURE = re.compile(r"Test (?:CUDA|NCCL) failure |: Test failure |: Test timeo
 
 # Type names nccl-tests prints (int8 ... f8e5m2; char/int of NCCL 1). A row of a table without a
 # header must carry one, so that random "12 34 word ..." lines are not taken for a table.
-_TYPE_NAME = re.compile(r"u?int(?:8|32|64)?|half|float(?:16|32|64)?|double|bfloat16|bf16|fp(?:8|16|32)|f8e\dm\d|char")
+TYPE_NAME = re.compile(terminal_regex("nccl_tests", "TYPE_NAME"))
 # Without a header a row must have at least size, count, type and two measurements.
 _HEADERLESS_MIN_CELLS = 11
 
@@ -706,8 +706,8 @@ class NcclTestsReader:
     def _headerless_plan(
         self, text: str, cells: list[str], kinds: tuple[str, ...]
     ) -> tuple[str | None, _RowPlan | None]:
-        """Without a header: the first row rule that reads the row (strict, see _TYPE_NAME)."""
-        if len(cells) < _HEADERLESS_MIN_CELLS or not _TYPE_NAME.fullmatch(cells[2]):
+        """Without a header: the first row rule that reads the row (strict, see TYPE_NAME)."""
+        if len(cells) < _HEADERLESS_MIN_CELLS or not TYPE_NAME.fullmatch(cells[2]):
             return None, None
         for rule in _ROW_RULES:
             plan = self._rows.plan(rule, text, cells, kinds)

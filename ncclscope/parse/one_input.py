@@ -36,6 +36,7 @@ from ncclscope.parse import flight_recorder, nccl_xml, ras, sniff
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
+from ncclscope.parse.junk import JunkSkipper
 from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, Event, LogResult
 from ncclscope.parse.nccl_log import NcclLogParser
 from ncclscope.parse.nccl_tests import NcclTestsReader, parse_nccl_tests_json
@@ -140,6 +141,21 @@ class _OtherLines:
         elif not self._host_report(line_no, body):
             self.framework.feed(line_no, body)
 
+    def found_anything(self) -> bool:
+        """Whether any of these readers has taken a line (parse/junk.py skips blocks only before that)."""
+        return bool(
+            self.topology_lines
+            or self.tests_lines
+            or self.framework.lines
+            or self.framework.settings
+            or self.ibstat.devices
+            or self.ibv_devinfo.devices
+            or self.smi_query.gpus
+            or self.smi_nvlink.gpus
+            or self.p2p.matrices
+            or self.ras.reports
+        )
+
     def _host_report(self, line_no: int, body: str) -> bool:
         """A line of a tool's report about the host (its ports, its GPUs) or of ncclras."""
         return any(reader.feed(line_no, body) for reader in self._host_readers)
@@ -160,9 +176,14 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
     stats = ReadStats()
     others = _OtherLines(item.display)
     log = NcclLogParser(others)
+    junk = JunkSkipper()
     for block, first_line in iter_blocks(item, stats, progress):
+        if junk.skip(block, log.result.nccl_lines > 0 or others.found_anything()):
+            continue
         log.feed_block(block, first_line)
-    return _finish(source, stats, log.result, others)
+    parsed = _finish(source, stats, log.result, others)
+    parsed.source.skipped_lines = junk.skipped_lines
+    return parsed
 
 
 def _parse_text_document(item: InputFile, source: Source, head: bytes) -> ParsedInput | None:
@@ -205,7 +226,9 @@ class JoinedRanges:
 
     def finish(self) -> ParsedInput:
         log, stats = self._log.result()
-        return _finish(Source(path=self.item.display), stats, log, self._others)
+        parsed = _finish(Source(path=self.item.display), stats, log, self._others)
+        parsed.source.skipped_lines = self._log.skipped_lines
+        return parsed
 
 
 def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLines) -> ParsedInput:

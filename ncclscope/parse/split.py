@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ncclscope.inputs.opening import MAX_LINE_BYTES, InputFile, ReadStats, iter_blocks, read_head
 from ncclscope.parse import sniff
+from ncclscope.parse.junk import JunkSkipper
 from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, LogResult
 from ncclscope.parse.nccl_log import NcclLogParser, ShapeBook
 
@@ -35,6 +36,7 @@ class RangePart:
     stats: ReadStats
     other: list[tuple[int, str]] = field(default_factory=list)
     too_much_other: bool = False
+    skipped_lines: int = 0  # lines of blocks that hold nothing any reader takes (parse/junk.py)
 
 
 def can_split(item: InputFile) -> bool:
@@ -107,9 +109,16 @@ def parse_range(item: InputFile) -> RangePart:
             part.too_much_other = True
 
     log = NcclLogParser(keep, _shape_book(item.path))
+    junk = JunkSkipper()
     for block, first_line in iter_blocks(item, stats):
+        # a range's other lines are read by the readers later, in order: a block is skipped only while this
+        # range has no NCCL line and the block no word any reader takes (a table or matrix goes on in blocks
+        # that have their rows' words)
+        if junk.skip(block, log.result.nccl_lines > 0):
+            continue
         log.feed_block(block, first_line)
     part.log = log.result
+    part.skipped_lines = junk.skipped_lines
     return part
 
 
@@ -122,6 +131,7 @@ class LogJoin:
         self.stats = ReadStats()
         self.lines = 0  # lines of the parts taken so far
         self.ended = False
+        self.skipped_lines = 0
 
     def add(self, part: RangePart) -> int | None:
         """Takes `part` (its records, left with it, get the file's line numbers); returns its line offset,
@@ -138,6 +148,7 @@ class LogJoin:
         stats.stopped_by = stats.stopped_by or part.stats.stopped_by
         stats.unterminated = part.stats.unterminated  # the last range holds the end of the input
         self.lines += part.stats.lines
+        self.skipped_lines += part.skipped_lines
         self.ended = bool(stats.binary or stats.damaged or stats.stopped_by)
         return offset
 
