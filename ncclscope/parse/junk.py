@@ -71,12 +71,13 @@ def _named(block: bytes, name: bytes) -> bool:
 
 
 def holds_known_words(block: bytes, bare_words: frozenset[bytes]) -> bool:
-    """Whether a reader could take anything in `block` (see the module's docstring)."""
-    if any(word in block for word in WORDS) or TYPES.search(block):
-        return True
+    """Whether a reader could take anything in `block` (see the module's docstring). NCCL's name first: in a
+    real log the first search stops at once."""
     if any(_named(block, name) for name in NAMES):
         return True
     if _found(block, GPU, b" \t\n", GPU_LABEL):
+        return True
+    if any(word in block for word in WORDS) or TYPES.search(block):
         return True
     return any(word in bare_words for word in FIRST_WORD.findall(b"\n" + block[:200])) or any(
         word in bare_words for word in FIRST_WORD.findall(block)
