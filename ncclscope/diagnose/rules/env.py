@@ -265,10 +265,16 @@ def _host_groups(ctx: Context) -> list[tuple[list[str], dict[str, int]]]:
     # a process counts where its lines show its start (version, driver, Init START, its settings): one known
     # only from later lines (connection lines of an excerpt) may have printed its settings before them
     started = {(r.host, r.pid) for c in ctx.case.communicators for r in c.ranks if r.init_start}
-    started |= {(h, pid) for s in ctx.case.env if s.origin == "log" for h in s.hosts for pid in s.pids}
+    # a setting names its hosts and its pids, not which pid on which host: a host and a pid that printed one
+    printed = [s for s in ctx.case.env if s.origin == "log"]
+    printing_hosts = {h for s in printed for h in s.hosts}
+    printing_pids = {pid for s in printed for pid in s.pids}
 
     def shows_start(p: Process) -> bool:
-        return bool(p.host) and bool(p.nccl_version or p.cuda_driver_version or (p.host, p.pid) in started)
+        if not p.host:
+            return False
+        printed_one = p.host in printing_hosts and p.pid in printing_pids
+        return bool(p.nccl_version or p.cuda_driver_version or printed_one or (p.host, p.pid) in started)
 
     for job in jobs(ctx):
         counts: dict[str, int] = defaultdict(int)
