@@ -314,3 +314,16 @@ def test_a_log_after_junk_is_still_read_and_the_skipped_lines_are_said(tmp_path:
     assert [h.name for h in case.hosts] == ["node-b01", "node-b02"]
     summary = run_cli("parse", str(mixed)).stdout.decode()
     assert "lines skipped before the first it knows" in summary
+
+
+def test_a_test_that_failed_at_once_is_not_taken_for_junk(tmp_path: Path) -> None:
+    failed = tmp_path / "failed.txt"
+    failed.write_text(
+        "# Using devices\n"
+        "gpu: Test CUDA failure common.cu:1030 'system not yet initialized'\n"
+        " .. gpu pid 3018: Test failure common.cu:937\n"
+        "Primary job  terminated normally, but 1 process returned a non-zero exit code.\n"
+    )
+    analysis = analyze(read_case([str(failed)], jobs=1).case)
+    (bw005,) = [f for f in analysis.findings if f.code == "BW005"]
+    assert "system not yet initialized" in bw005.message
