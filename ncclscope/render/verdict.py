@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ncclscope.diagnose.engine import SETTINGS
 from ncclscope.model import Analysis, Finding
 
 HEADS_SHOWN = 3
-SETTINGS = frozenset({"ENV001", "ENV002"})
 # where a fix's first instruction ends: a sentence, or the next of a list of steps
 FIRST_STEP_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.\s+(?=[A-Z`])|;\s")
 
