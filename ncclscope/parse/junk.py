@@ -20,8 +20,10 @@ from ncclscope.parse.grammars import terminal_regex
 # Words of the other kinds, found with bytes.find (C speed; rare in junk, so the checks after are few):
 # the nccl-tests header (its device lines, its column titles, its footer) and failure lines (a run that
 # failed at once prints nothing else), ibv_devinfo, ibstat (nvidia-smi's reports name a GPU label, below)
-WORDS = (b"  Rank ", b"nThread", b"Using devices", b"out-of-place", b"Avg bus", b"Test CUDA failure", b": Test ")
-WORDS += (b"Cuda failure", b"hca_id", b"CA '")
+WORDS: tuple[bytes, ...] = (
+    *(b"  Rank ", b"nThread", b"Using devices", b"out-of-place", b"Avg bus", b"Test CUDA failure", b": Test "),
+    *(b"Cuda failure", b"hca_id", b"CA '"),
+)
 # ... NCCL's own name, as NCCL, frameworks and command lines print it: a word of its own (NCCL INFO,
 # NCCL_IB_HCA, RCCL:), or the end of a longer one before a file or call (ProcessGroupNCCL.cpp, WorkNCCL(,
 # libnccl.so, nccl-tests); the characters around it are checked
