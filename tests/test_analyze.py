@@ -247,11 +247,14 @@ def test_report_command_writes_markdown_with_plots_beside_it(tmp_path: Path) -> 
 
 
 def test_report_to_an_unwritable_path_leaves_nothing(tmp_path: Path) -> None:
-    target = tmp_path / "missing" / "report.html"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    target = blocker / "report.html"  # its folder cannot be made: a file stands where it would be
     proc = run_cli("report", DEMO, "-o", str(target))
     assert proc.returncode == 2
-    assert "cannot write" in proc.stderr.decode() and "Traceback" not in proc.stderr.decode()
-    assert not target.parent.exists()
+    said = proc.stderr.decode()
+    assert said.startswith(f"ncclscope: cannot create the folder of {target}") and "Traceback" not in said
+    assert blocker.read_text() == "not a folder\n"
 
 
 def test_bundle_command_round_trips_through_analyze(tmp_path: Path) -> None:

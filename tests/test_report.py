@@ -15,7 +15,7 @@ from ncclscope.diagnose.engine import analyze
 from ncclscope.render.html import DiffRow, DiffView
 from ncclscope.render.report import ReportError, write_html_report, write_markdown_report, write_report
 
-from conftest import REPO, analysis_of
+from conftest import REPO, analysis_of, run_cli
 
 DEMO = "fixtures/mixed/multi_host_job_problems.txt"
 STORY = "fixtures/stories"
@@ -223,4 +223,24 @@ def test_the_page_templates_escape_every_value_by_default(tmp_path: Path) -> Non
     assert template.render(a="<script>'x'&\"y\"", b=Markup("<b>kept</b>"), c=None) == (
         '<p title="&lt;script&gt;&#x27;x&#x27;&amp;&quot;y&quot;">&lt;script&gt;&#x27;x&#x27;&amp;&quot;y&quot;'
         "<b>kept</b></p>"
+    )
+
+
+def test_report_creates_the_folder_and_takes_format_like_the_other_commands(tmp_path: Path) -> None:
+    """Issue 41 item 4: -o into a folder that does not exist yet; --format md; a name and a format that
+    disagree are refused in one line before any work."""
+    log = "fixtures/verdicts/ib_disabled_two_hosts.log"
+    page = tmp_path / "new" / "deeper" / "x.html"
+    done = run_cli("report", log, "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    md = tmp_path / "new" / "notes"
+    done = run_cli("report", log, "--format", "md", "-o", str(md))
+    assert done.returncode == 0, done.stderr
+    assert md.read_text().startswith("## ncclscope")
+    done = run_cli("report", log, "--format", "markdown", "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 2
+    assert (
+        done.stderr.decode().strip()
+        == f"ncclscope: {tmp_path / 'r.html'}: --format markdown but the name ends in .html"
     )

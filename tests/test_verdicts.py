@@ -91,7 +91,7 @@ def test_the_report_opens_on_the_verdict(tmp_path: Path) -> None:
 
 def test_no_problem_found_says_so_and_names_the_one_thing_to_add() -> None:
     text = run_cli("analyze", str(VERDICTS / "mpirun_ib_hca_list.txt")).stdout.decode()
-    assert "No problem found in what was given." in text.splitlines()[3]
+    assert text.splitlines()[4].startswith("No problem found in what was given.")  # after the healthy run's line
     assert "the one thing to add first: an NCCL log (EVD001)" in text
 
 
@@ -327,3 +327,15 @@ def test_a_test_that_failed_at_once_is_not_taken_for_junk(tmp_path: Path) -> Non
     analysis = analyze(read_case([str(failed)], jobs=1).case)
     (bw005,) = [f for f in analysis.findings if f.code == "BW005"]
     assert "system not yet initialized" in bw005.message
+
+
+# a healthy run has a plain verdict (issue 41, item 6) ----------------------------------------------------
+def test_a_healthy_run_says_so_first_with_its_figure(tmp_path: Path) -> None:
+    text = run_cli("analyze", "fixtures/nccl_tests/v2_17_unified_8xh100.txt").stdout.decode().splitlines()
+    assert text[3] == "Healthy: all_gather on 8x H100-SXM, 1 host peaks at 373.25 GB/s, 101% of the 370 GB/s expected."
+    floor = run_cli("analyze", str(VERDICTS / "mpirun_ib_hca_list.txt")).stdout.decode().splitlines()
+    assert floor[3].startswith("Healthy as far as can be told: all_reduce on 2 hosts x 8 H100-SXM (16 ranks) peaks")
+    page = tmp_path / "healthy.html"
+    assert run_cli("report", "fixtures/nccl_tests/v2_17_unified_8xh100.txt", "-o", str(page)).returncode == 0
+    html = page.read_text()
+    assert html.index("Healthy: all_gather on 8x H100-SXM") < html.index("Findings</h2>")

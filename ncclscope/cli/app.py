@@ -149,6 +149,12 @@ def parse(
     raise typer.Exit(outcome.exit_code)
 
 
+class ReportFormat(str, Enum):
+    html = "html"
+    markdown = "markdown"
+    md = "md"
+
+
 class AnalyzeFormat(str, Enum):
     text = "text"
     json = "json"
@@ -233,18 +239,32 @@ def report(
     redact: RedactOpt = False,
     jobs: JobsOpt = None,
     quiet: QuietOpt = False,
+    report_format: Annotated[
+        ReportFormat | None,
+        typer.Option("--format", "-f", help="html or markdown (md); default: by the name of -o."),
+    ] = None,
 ) -> None:
     """Write a report to attach to a ticket: one self-contained HTML page, or Markdown with PNG plots."""
     ignore = _quieted(ignore, quiet)
     from ncclscope.diagnose.engine import analyze as run_rules
-    from ncclscope.render.report import ReportError, write_report
+    from ncclscope.render.report import ReportError, report_form, write_report
 
+    form = {"md": "markdown"}.get(report_format.value, report_format.value) if report_format else None
+    try:  # before any work: a name or folder that cannot take the report is said at once
+        form = report_form(output, form)
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except ReportError as exc:
+        _report_problems([str(exc)])
+        raise typer.Exit(EXIT_UNUSABLE) from None
+    except OSError as exc:
+        _report_problems([f"cannot create the folder of {output}: {exc.strerror or exc}"])
+        raise typer.Exit(EXIT_UNUSABLE) from None
     outcome = _read(paths, jobs, redact)
     _report_problems(outcome.messages)
     if outcome.unusable and not any(s.kinds for s in outcome.case.sources):
         raise typer.Exit(outcome.exit_code)
     try:
-        written = write_report(run_rules(outcome.case, select, ignore), output)
+        written = write_report(run_rules(outcome.case, select, ignore), output, form=form)
     except ReportError as exc:
         _report_problems([str(exc)])
         raise typer.Exit(EXIT_UNUSABLE) from None

@@ -92,6 +92,7 @@ def _judge(facts: RunFacts, case: Case, platform: Platform) -> BandwidthJudgemen
     judgement = BandwidthJudgement(
         **base,
         expected_busbw=expectation.busbw,
+        floor=expectation.floor,
         algorithm=expectation.algorithm,
         expectation_source=expectation.source,
         verdict="",

@@ -60,6 +60,9 @@ class BandwidthJudgement(Record):
     measured_busbw: float
     expected_busbw: float | None = None
     ratio: float | None = None
+    floor: bool = Field(
+        False, description="The expected figure is a floor: what the slowest hardware the inputs allow reaches."
+    )
     algorithm: str | None = Field(None, description="Algorithm the expectation assumes (ring, nvls, ...).")
     platform: str | None = None
     expectation_source: str | None = None

@@ -45,14 +45,26 @@ class ReportError(Exception):
     """The report could not be written (one line, naming the path)."""
 
 
-def write_report(analysis: Analysis, path: str | os.PathLike[str], diff: DiffView | None = None) -> list[Path]:
-    """Write an HTML or Markdown report, chosen by the suffix of `path`; returns the files written."""
+def report_form(path: str | os.PathLike[str], asked: str | None = None) -> str:
+    """ "html" or "markdown": the format asked for (--format), else the one the suffix of `path` names; a
+    ReportError (one line) when neither says, or they disagree. Checked before any work is done."""
     suffix = Path(path).suffix.lower()
-    if suffix in HTML_SUFFIXES:
+    named = "html" if suffix in HTML_SUFFIXES else "markdown" if suffix in MARKDOWN_SUFFIXES else None
+    if asked is not None and named is not None and asked != named:
+        raise ReportError(f"{path}: --format {asked} but the name ends in {suffix}")
+    form = asked or named
+    if form is None:
+        raise ReportError(f"{path}: unknown report format {suffix or '(no suffix)'}: use .html or .md, or --format")
+    return form
+
+
+def write_report(
+    analysis: Analysis, path: str | os.PathLike[str], diff: DiffView | None = None, form: str | None = None
+) -> list[Path]:
+    """Write an HTML or Markdown report (`form`, else chosen by the suffix of `path`); returns the files written."""
+    if report_form(path, form) == "html":
         return [write_html_report(analysis, path, diff)]
-    if suffix in MARKDOWN_SUFFIXES:
-        return write_markdown_report(analysis, path, diff)
-    raise ReportError(f"{path}: unknown report format {suffix or '(no suffix)'}: use .html or .md")
+    return write_markdown_report(analysis, path, diff)
 
 
 def write_html_report(analysis: Analysis, path: str | os.PathLike[str], diff: DiffView | None = None) -> Path:

@@ -82,7 +82,7 @@ def verdict_lines(analysis: Analysis) -> list[str]:
         line = "No problem found in what was given."
         if v.missing:
             line += f" {v.missing_rules} rule(s) could not judge; the one thing to add first: {v.missing} (EVD001)."
-        return [line]
+        return [*_healthy_runs(analysis), line]
     lines = []
     for story in v.stories:
         label = "Root cause" if story.explains else "Problem"
@@ -93,4 +93,26 @@ def verdict_lines(analysis: Analysis) -> list[str]:
             lines.append(f"  fix: {first_step(story.head.fix)}")
     if v.more_problems:
         lines.append(f"... and {v.more_problems} more problem(s) below.")
+    return lines
+
+
+def _healthy_runs(analysis: Analysis) -> list[str]:
+    """A benchmark judged against what its hardware should reach, said plainly first when nothing is wrong."""
+    from ncclscope.diagnose.expectations import judging
+
+    lines = []
+    for j in analysis.bandwidth:
+        if j.ratio is None or j.expected_busbw is None:
+            continue
+        where = f"{j.collective} on {j.platform}" if j.platform else j.collective
+        if j.floor and j.ratio >= 1:
+            lines.append(
+                f"Healthy as far as can be told: {where} peaks at {j.measured_busbw:g} GB/s, above the"
+                f" {j.expected_busbw:g} GB/s floor (the NIC details would give the exact figure)."
+            )
+        elif not j.floor and j.ratio >= judging().warning_below:
+            lines.append(
+                f"Healthy: {where} peaks at {j.measured_busbw:g} GB/s, {j.ratio:.0%} of the"
+                f" {j.expected_busbw:g} GB/s expected."
+            )
     return lines
