@@ -229,3 +229,21 @@ def test_topology_screen_device_tree_snapshot(repo_cwd: Path, snap_compare) -> N
         await pilot.press("4")
 
     assert snap_compare(app_for("fixtures/device/h100_run_nccl_tests"), terminal_size=SIZE, run_before=open_topology)
+
+
+async def test_slash_then_typing_searches_the_raw_log(repo_cwd: Path) -> None:
+    """Issue 41 item 1: the keys a person types after `/` go into the search field, not to the log list's
+    shortcuts (`n` next match, `x` clear filters): through the app's own binding, as a terminal sends them."""
+    from textual.widgets import Input
+
+    app = app_for(JOB)
+    async with app.run_test(size=SIZE) as pilot:
+        await parsed(app, pilot)
+        await pilot.press("6", "slash")
+        await pilot.pause()
+        search = app.query_one("#raw-search", Input)
+        assert app.focused is search
+        await pilot.press(*"Init START", "enter")
+        await pilot.pause(0.3)
+        assert search.value == "Init START"
+        assert app.raw_log.current == (JOB, 36)  # the first line holding it

@@ -96,6 +96,20 @@ def test_tui_shows_findings_answers_keys_and_quits(terminal: Terminal) -> None:
     assert terminal.tmux("list-sessions") == ""  # the command ended, and its session with it
 
 
+def test_slash_then_typed_text_searches_the_raw_log(terminal: Terminal) -> None:
+    """Issue 41 item 1: in a real terminal the text typed after `/` lands in the search field."""
+    terminal.start(tui_command(JOB))
+    terminal.wait_for_text("NET002")
+    terminal.keys("6")
+    terminal.wait_for_text("# nccl-tests version")
+    terminal.keys("/")
+    terminal.wait_for_text("search:")
+    terminal.keys("Init START")
+    terminal.keys("Enter")
+    terminal.wait_for_text("search 'Init START'")
+    terminal.keys("q")
+
+
 def test_tui_reads_a_piped_stdin_and_still_takes_keys(terminal: Terminal) -> None:
     terminal.start(f"cat {shlex.quote(JOB)} | {tui_command('-')}")
     terminal.wait_for_text("NET002")

@@ -341,7 +341,9 @@ class NcclscopeApp(App[int]):
 
     def action_search_log(self) -> None:
         self.action_show_tab("raw-log")
-        self.raw_log.focus_search()
+        # after the tab's own focus move (queued by action_show_tab): else it takes the focus back to the log
+        # list, and the first keys typed hit its shortcuts (n, x ...) instead of the search field
+        self.call_after_refresh(self.raw_log.focus_search)
 
     def action_toggle_theme(self) -> None:
         self.theme = THEMES[1] if self.theme == THEMES[0] else THEMES[0]
