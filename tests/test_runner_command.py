@@ -421,3 +421,32 @@ def test_a_run_of_several_hosts_takes_each_hosts_own_reports_through_the_launche
     # the other findings about a host's own reports name it too, not its capture file
     net008 = [f for f in findings["findings"] if f["code"] == "NET008"]
     assert net008 and all(f["hosts"] == ["n1"] and f["message"].startswith("on n1: ") for f in net008)
+
+
+def test_dry_run_on_a_login_node_plans_both_backends_and_says_what_is_missing(tmp_path: Path) -> None:
+    """Issue 41 item 2: without torch and without nccl-tests binaries, --dry-run still prints the plan of
+    each backend, says what this machine lacks and how to get it, and exits 0; a real run still refuses."""
+    no_torch = (
+        "import sys, runpy; sys.modules['torch'] = None; sys.argv = ['ncclscope', *sys.argv[1:]];"
+        " runpy.run_module('ncclscope', run_name='__main__')"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NCCL_TESTS_HOME"}
+    env["PATH"] = str(Path(sys.executable).parent)  # no nccl-tests binary anywhere on it
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        argv = [sys.executable, "-c", no_torch, "run", *args]
+        return subprocess.run(argv, capture_output=True, cwd=tmp_path, env=env, timeout=120, check=False)
+
+    done = run("--dry-run", "all_reduce", "--out", "run")
+    assert done.returncode == 0, done.stderr.decode()
+    said = done.stderr.decode()
+    assert "missing on this machine: nccl-tests: all_reduce_perf not found" in said
+    assert "missing on this machine: torch: not importable here: `pip install 'ncclscope[runner]'`" in said
+    plan = done.stdout.decode().splitlines()
+    assert "# backend nccl-tests; run directory run (not created: --dry-run)" in plan
+    assert "all_reduce_perf -b 8 -e 8G -f 2 -n 20 -w 5 -g 8 -c 1" in plan
+    assert any(line.startswith("# backend torch") for line in plan)
+    assert any("torch.distributed.run" in line and "--backend nccl" in line for line in plan)
+    assert not (tmp_path / "run").exists()
+    refused = run("--backend", "torch", "all_reduce")
+    assert refused.returncode == 2 and b"the torch backend needs torch" in refused.stderr

@@ -131,7 +131,17 @@ def run(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         names = planning.collective_names(collectives)
-        chosen = choose_backend(backend.value, names, launcher.value, nccl_tests_dir, os.environ)
+        try:
+            chosen = choose_backend(backend.value, names, launcher.value, nccl_tests_dir, os.environ)
+        except BackendError:
+            if not dry_run or pairs is not None:
+                raise
+            # a plan needs neither torch nor the binaries: print it for what was asked, and say what is missing
+            sweep = _sweep(min_bytes, max_bytes, factor, iters, warmup, True)
+            code = _plan_without_backend(
+                backend.value, names, launcher, hosts, ranks_per_host, sweep, nccl_tests_dir, out, err
+            )
+            raise typer.Exit(code) from None
         # nccl-tests needs GPUs whatever is counted; torch uses gloo where none are found
         gpus = gpu_count(torch_available=chosen.name == "torch")
         on_gpus = gpus > 0 or chosen.name == "nccl-tests"
@@ -170,6 +180,37 @@ def run(
         raise typer.Exit(EXIT_USAGE)
     code = _run(run_dir, chosen.name, layout, env, steps, limit, sweep, keep_going, no_analyze, fail_on)
     raise typer.Exit(code)
+
+
+def _plan_without_backend(
+    requested: str,
+    names: list[str],
+    launcher: LauncherChoice,
+    hosts: str | None,
+    ranks_per_host: int | None,
+    sweep: "Sweep",
+    nccl_tests_dir: Path | None,
+    out: Path | None,
+    err: "Console",
+) -> int:
+    """--dry-run on a machine with neither torch nor nccl-tests (a login node): the plan of each backend asked
+    for, as it would run on GPU hosts, after one line per missing piece and how to get it; exit 0."""
+    from ncclscope.runner import plan as planning
+    from ncclscope.runner.backend import planned_backends
+    from ncclscope.runner.environment import debug_environment
+    from ncclscope.runner.rundir import default_run_dir
+
+    backends, missing = planned_backends(requested, names, launcher.value, nccl_tests_dir, os.environ)
+    for line in missing:
+        err.print(f"ncclscope: missing on this machine: {line}", markup=False)
+    run_dir = out or default_run_dir()
+    for chosen in backends:
+        layout = _layout(launcher, ranks_per_host or planning.PLAN_GPUS_PER_HOST, hosts)
+        env = debug_environment(run_dir, os.environ, hosts=layout.host_count)
+        steps = planning.plan_steps(names, chosen.binaries, sweep, layout, env.names, "nccl", sys.executable)
+        print(f"# plan for GPU hosts, {layout.ranks_per_host} GPUs each (--ranks-per-host to change)")
+        _print_plan(chosen.name, env, steps, run_dir, planning.each_host_prefix(layout))
+    return 0
 
 
 def _sweep(min_bytes: str, max_bytes: str | None, factor: int, iters: int, warmup: int, on_gpus: bool) -> "Sweep":

@@ -89,3 +89,31 @@ def choose_backend(
     if requested == "torch":
         raise BackendError("the torch backend needs torch: `pip install 'ncclscope[runner]'`")
     raise BackendError("no benchmark to run: " + HOW_TO_GET_ONE)
+
+
+def planned_backends(
+    requested: str, collectives: list[str], launcher: str, nccl_tests_dir: Path | None, env: Mapping[str, str]
+) -> tuple[list[Backend], list[str]]:
+    """For --dry-run where `choose_backend` finds nothing usable (a login node): the backends to print a plan
+    for (the one asked for, or both for auto; nccl-tests with the binaries' bare names) and, one line each,
+    what this machine lacks for each and how to get it."""
+    dirs = search_dirs(nccl_tests_dir, env)
+    planned: list[Backend] = []
+    missing: list[str] = []
+    if requested in ("auto", "nccl-tests"):
+        names = {c: binary_names(c, launcher)[-1] for c in collectives}
+        found = {c: find_binary(c, launcher, dirs, env) for c in collectives}
+        planned.append(Backend("nccl-tests", {c: str(found[c] or names[c]) for c in collectives}))
+        absent = [names[c] for c in collectives if found[c] is None]
+        if absent:
+            where = ", ".join([*(str(d) for d in dirs), "PATH"])
+            missing.append(
+                f"nccl-tests: {', '.join(absent)} not found (looked in {where}): build nccl-tests"
+                " (https://github.com/NVIDIA/nccl-tests, `make MPI=1` for mpirun/srun) and pass --nccl-tests-dir DIR"
+                " or set NCCL_TESTS_HOME"
+            )
+    if requested in ("auto", "torch"):
+        planned.append(Backend("torch", {}))
+        if not module_available("torch"):
+            missing.append("torch: not importable here: `pip install 'ncclscope[runner]'`")
+    return planned, missing

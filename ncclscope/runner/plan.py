@@ -26,6 +26,7 @@ from ncclscope.runner.environment import HOST_DUMPS_FLAG, host_dump_command
 
 DEFAULT_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
 COLLECTIVES = (*DEFAULT_COLLECTIVES, "broadcast", "reduce")
+PLAN_GPUS_PER_HOST = 8  # a --dry-run on a machine without GPUs plans for the common 8-GPU host
 GPU_MAX_BYTES = "8G"  # large enough for busbw to reach its plateau on NVLink and InfiniBand
 CPU_MAX_BYTES = "16M"  # gloo on CPUs: enough to see the curve, quick enough for CI
 GPU_TIMEOUT_S = 1800.0  # an 8 GiB alltoall sweep on a slow fabric takes minutes, a hang forever
