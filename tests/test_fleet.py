@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -222,3 +223,19 @@ def test_run_pairs_matching_gives_each_host_two_partners_and_refuses_one_host() 
         assert len(partners) == 2
     assert _pairs_plan("matching", "a")[0] == 2
     assert _pairs_plan("sometimes", "a,b")[0] == 2
+
+
+def test_fleet_piped_keeps_every_value_whole(fleet) -> None:  # type: ignore[no-untyped-def]
+    """Issue 41 item 5: `fleet DIR | cat` or a CI log: no terminal width, so no cell is cut to 'bu…'."""
+    out, _ = fleet
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    argv = [sys.executable, "-m", "ncclscope", "fleet", str(out / "nodes"), "--fail-on", "none"]
+    done = subprocess.run(argv, capture_output=True, env=env, cwd=REPO, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.decode()
+    assert "…" not in text and all(line == line.rstrip() for line in text.splitlines())
+    header = next(line for line in text.splitlines() if line.split()[:2] == ["host", "status"])
+    assert header.split() == ["host", "status", "collective", "busbw", "expected", "median", "z", "detail"]
+    # each host's row is one line, its detail whole (at 80 columns it was wrapped over several lines)
+    (failed,) = [line for line in text.splitlines() if " failed " in line and "runs failed" in line]
+    assert "Test NCCL failure common.cu:1005" in failed and "ECC" in failed

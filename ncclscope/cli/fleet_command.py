@@ -2,6 +2,7 @@
 
 # No `from __future__ import annotations` (see cli/app.py): typer would evaluate this command's annotations.
 
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -124,6 +125,9 @@ def _option_problems(failing_on: list[str], threshold: float) -> list[str]:
     return problems
 
 
+PIPE_WIDTH = 10_000  # wider than any row: a table printed into a pipe takes the width its cells need
+
+
 def _write_report(report: "FleetReport", output_format: FleetFormat, output: Path | None, show_all: bool) -> None:
     """The report in the format asked for (a .html output name asks for the page), printed or written."""
     from rich.console import Console
@@ -138,8 +142,14 @@ def _write_report(report: "FleetReport", output_format: FleetFormat, output: Pat
         _write(render.to_csv(report), output)
     elif output_format is FleetFormat.markdown:
         _write(render.to_markdown(report), output)
-    elif output is None:
+    elif output is None and sys.stdout.isatty():
         render.print_text(report, Console(highlight=False, soft_wrap=True), show_all)
+    elif output is None:
+        # piped (`| cat`, a CI log): no terminal width to fit, so each row stays one line with every value whole
+        # (not cut to "bu…" nor wrapped over lines), without the padding to the widest row
+        console = Console(record=True, width=PIPE_WIDTH, file=open(os.devnull, "w"))  # noqa: SIM115
+        render.print_text(report, console, show_all)
+        sys.stdout.write("\n".join(line.rstrip() for line in console.export_text().splitlines()) + "\n")
     else:
         console = Console(record=True, width=140, file=open("/dev/null", "w"))  # noqa: SIM115
         render.print_text(report, console, show_all)
