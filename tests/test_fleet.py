@@ -239,3 +239,26 @@ def test_fleet_piped_keeps_every_value_whole(fleet) -> None:  # type: ignore[no-
     # each host's row is one line, its detail whole (at 80 columns it was wrapped over several lines)
     (failed,) = [line for line in text.splitlines() if " failed " in line and "runs failed" in line]
     assert "Test NCCL failure common.cu:1005" in failed and "ECC" in failed
+
+
+def test_hosts_that_only_a_job_of_several_hosts_measured_are_in_job_not_unmeasured(tmp_path: Path) -> None:
+    """Issue 41 item 5: the hosts of a multi-host run were listed as 'unmeasured' although their run measured
+    them: a pair's hosts point to the pair, a larger job's hosts say that one of them cannot be told apart."""
+    table = (REPO / "fixtures/verdicts/mpirun_ib_hca_list.txt").read_text()
+    (tmp_path / "pair.txt").write_text(table)
+    three = (
+        "\n".join(
+            line.replace("gpu-r08", "gpu-r09") if line.startswith("#  Rank 1") and int(line.split()[2]) >= 12 else line
+            for line in table.splitlines()
+        )
+        .replace("gpu-r07", "gpu-s07")
+        .replace("gpu-r08", "gpu-s08")
+        .replace("gpu-r09", "gpu-s09")
+    )
+    (tmp_path / "job.txt").write_text(three + "\n")
+    done = run_cli("fleet", str(tmp_path), "--fail-on", "none", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    hosts = {h["host"]: h for h in json.loads(done.stdout)["hosts"]}
+    assert hosts["gpu-r07"]["status"] == "in_job" and "measured in a pair with gpu-r08" in hosts["gpu-r07"]["detail"]
+    assert {hosts[h]["status"] for h in ("gpu-s07", "gpu-s08", "gpu-s09")} == {"in_job"}
+    assert "measured in a 3-host all_reduce" in hosts["gpu-s09"]["detail"]

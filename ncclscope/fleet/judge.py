@@ -10,6 +10,7 @@ machine boundaries cheaply), then the summaries are judged together with pandas 
   A host is `slow` when it is below both its expectation band (under judging.warning_below of the
   expected figure) and the fleet band; where no expectation is known, the fleet band alone decides.
   `failed` when its run failed or its table is empty, `missing` when a host of --hosts has no result,
+  `in_job` when only a run of several hosts measured it (one host of a job cannot be told apart),
   `unmeasured` when it appears (log lines) without a benchmark.
 - host pairs (runs over exactly two hosts): the same bands over the pairs; a host with at least two
   pairs, all slow, is the culprit; a slow pair of two hosts that are not culprits is a bad link.
@@ -38,7 +39,7 @@ OUTLIER_Z = -3.5  # their cut for an outlier, on the slow side only
 MAD_FLOOR = 0.01  # of the median: a fleet of near-identical figures must not flag a 1% difference
 DEFAULT_THRESHOLD = 0.10
 MIN_FLEET = 3  # hosts (or pairs) of a collective before a fleet band means anything
-Status = Literal["ok", "slow", "failed", "missing", "unmeasured"]
+Status = Literal["ok", "slow", "failed", "missing", "in_job", "unmeasured"]
 FAIL_ON_CHOICES = ("slow", "failed", "missing", "regression", "drift")
 DEFAULT_FAIL_ON = ("slow", "failed", "regression")
 
@@ -389,8 +390,20 @@ def judge(
     for host in dict.fromkeys([*expected_hosts, *(h for s in summaries for h in s.hosts)]):
         if host in seen:
             continue
+        job = _job_of(results, host)
         status: Status = "missing" if host in expected_hosts and not _in_any_run(results, host) else "unmeasured"
         detail = "no result for this host" if status == "missing" else "seen in the inputs without its own benchmark"
+        if job is not None:  # measured, but together with other hosts: one of them cannot be told apart
+            status = "in_job"
+            busbw = f", {job.busbw:.1f} GB/s" if pd.notna(job.busbw) else ""
+            if job.n_hosts == 2:
+                other = next(h for h in job.hosts if h != host)
+                detail = f"measured in a pair with {other} ({job.source}{busbw}): see Host pairs"
+            else:
+                detail = (
+                    f"measured in a {job.n_hosts}-host {job.collective or 'run'} ({job.source}{busbw}), not on its"
+                    " own: test it alone, or in pairs (ncclscope run --pairs), to tell it apart"
+                )
         report.hosts.append(HostResult(host=host, status=status, detail=detail))
     for entry in report.hosts:
         entry.nccl_version = versions.get(entry.host, {}).get("nccl")
@@ -398,11 +411,11 @@ def judge(
     report.drift = drift(summaries)
     if baseline is not None:
         _compare(report, baseline, threshold)
-    order = {"failed": 0, "slow": 1, "missing": 2, "unmeasured": 3, "ok": 4}
+    order = {"failed": 0, "slow": 1, "missing": 2, "in_job": 3, "unmeasured": 4, "ok": 5}
     report.hosts.sort(key=lambda h: (order[h.status], not h.regression, h.host, h.collective or ""))
     status_counts = Counter(h.status for h in {h.host: h for h in sorted(report.hosts, key=_worst_last)}.values())
     report.summary = {
-        **{s: status_counts.get(s, 0) for s in ("ok", "slow", "failed", "missing", "unmeasured")},
+        **{s: status_counts.get(s, 0) for s in ("ok", "slow", "failed", "missing", "in_job", "unmeasured")},
         "hosts": len({h.host for h in report.hosts}),
         "pairs": len(report.pairs),
         "slow_pairs": sum(p.status == "slow" for p in report.pairs),
@@ -420,7 +433,15 @@ def _robust_z(value: float | None, median: float | None, mad: float | None) -> f
 
 
 def _worst_last(h: HostResult) -> int:
-    return {"ok": 0, "unmeasured": 1, "missing": 2, "slow": 3, "failed": 4}[h.status]
+    return {"ok": 0, "in_job": 1, "unmeasured": 1, "missing": 2, "slow": 3, "failed": 4}[h.status]
+
+
+def _job_of(results: pd.DataFrame, host: str) -> Any:
+    """The run of two or more hosts that measured `host` (the latest), or None."""
+    if results.empty:
+        return None
+    jobs = results[(results.n_hosts >= 2) & results.hosts.map(lambda hs: host in hs)]
+    return None if jobs.empty else jobs.iloc[-1]
 
 
 def _in_any_run(results: pd.DataFrame, host: str) -> bool:

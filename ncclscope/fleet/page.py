@@ -20,7 +20,14 @@ from ncclscope.common import markdown
 from ncclscope.fleet.judge import FleetReport
 
 NUMERIC = ("busbw", "expected", "median", "z", "change")
-STATUS_STYLE = {"failed": "bold red", "slow": "red", "missing": "yellow", "unmeasured": "dim", "ok": "green"}
+STATUS_STYLE = {
+    "failed": "bold red",
+    "slow": "red",
+    "missing": "yellow",
+    "in_job": "cyan",
+    "unmeasured": "dim",
+    "ok": "green",
+}
 
 
 def frames(report: FleetReport) -> dict[str, pd.DataFrame]:
@@ -52,7 +59,9 @@ def _fields(kind: str) -> list[str]:
 def headline(report: FleetReport) -> str:
     s = report.summary
     parts = [f"{s.get('hosts', 0)} hosts: {s.get('ok', 0)} ok"]
-    parts += [f"{s[k]} {k}" for k in ("slow", "failed", "missing", "unmeasured") if s.get(k)]
+    parts += [
+        f"{s[k]} {k.replace('_', ' ')}" for k in ("slow", "failed", "missing", "in_job", "unmeasured") if s.get(k)
+    ]
     text = ", ".join(parts)
     if report.pairs:
         text += f"; {s.get('pairs', 0)} pairs, {s.get('slow_pairs', 0)} slow"
