@@ -45,19 +45,13 @@ def _bare_message_words() -> frozenset[bytes]:
     return frozenset(w.encode() for w in message_keywords() if KEYWORD.fullmatch(w))
 
 
-def _found(block: bytes, token: bytes, before: bytes, after: bytes | re.Pattern[bytes]) -> bool:
-    """`token` somewhere in `block`, at its start or with one of `before` just before it, and followed by
-    one of `after` (or, for a pattern, matching it where the token begins)."""
-    at = block.find(token)
+def _gpu_label(block: bytes) -> bool:
+    """A GPU label (GPU_LABEL) at a line's start or after a blank."""
+    at = block.find(GPU)
     while at != -1:
-        end = at + len(token)
-        if at == 0 or block[at - 1 : at] in before:
-            if isinstance(after, re.Pattern):
-                if after.match(block, at):
-                    return True
-            elif end < len(block) and block[end] in after:
-                return True
-        at = block.find(token, at + 1)
+        if (at == 0 or block[at - 1 : at] in b" \t\n") and GPU_LABEL.match(block, at):
+            return True
+        at = block.find(GPU, at + 1)
     return False
 
 
@@ -78,7 +72,7 @@ def holds_known_words(block: bytes, bare_words: frozenset[bytes]) -> bool:
     real log the first search stops at once."""
     if any(_named(block, name) for name in NAMES):
         return True
-    if _found(block, GPU, b" \t\n", GPU_LABEL):
+    if _gpu_label(block):
         return True
     if any(word in block for word in WORDS) or TYPES.search(block):
         return True

@@ -171,6 +171,7 @@ def _stuck_ranks(
         " completed)"
     )
     warned = sum(warn_procs.get((r.host, r.pid), 0) for r in {(r.host, r.pid): r for r in stuck}.values())
+    hung = "" if cut else _hang_shown(ctx, stuck)
     if warned:
         message += f"; their processes logged {_lines(warned)} of WARN (the failure is reported there)"
     elif retrying := _retrying_ranks(ctx, stuck):
@@ -179,7 +180,7 @@ def _stuck_ranks(
             f" {rank_text(retrying)} {'were' if len(retrying) != 1 else 'was'} still retrying a connection"
             " (NET006): waiting for a peer"
         )
-    elif not cut and (hung := _hang_shown(ctx, stuck)):
+    elif hung:
         message += f"; their processes logged no WARN and {hung}: they are stuck (a hang), not failed"
     elif not cut:
         message += (
@@ -191,7 +192,7 @@ def _stuck_ranks(
         message += f"; ranks {rank_text(init.missing)} never logged init at all"
     # an error only with positive evidence that init failed or hangs; an input that simply ends in init is
     # what an excerpt looks like too
-    severity: Severity = "error" if not cut and (warned or _hang_shown(ctx, stuck)) else "warning"
+    severity: Severity = "error" if not cut and (warned or hung) else "warning"
     if cut:
         message += f"; but the input looks cut ({cut}), so their COMPLETE lines may just be missing"
     return make_finding(
