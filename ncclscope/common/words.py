@@ -38,3 +38,8 @@ def number_ranges(numbers: Iterable[int], separator: str = ",") -> str:
         values = [value for _, value in run]
         parts.append(str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}")
     return separator.join(parts)
+
+
+def plural(count: int, word: str) -> str:
+    """'1 host', '2 hosts', '0 hosts': a count with its noun (nouns with a plain plural only)."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.topo_common import (
     gpus_per_host,
     hosts_text,
     nvlink_hosts,
-    plural,
     rdma_nics_per_host,
 )
 from ncclscope.model import Evidence, Finding

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import EVIDENCE_SHOWN, GPUS_PER_HOST, Context, shown, shown_with
 from ncclscope.diagnose.rules.net_common import (
     NAMES_SHOWN,
@@ -17,7 +18,6 @@ from ncclscope.diagnose.rules.net_common import (
     is_socket,
     names,
     network_family,
-    plural,
     unique_warnings,
 )
 from ncclscope.diagnose.rules.registry import make_finding, rule

@@ -45,10 +45,6 @@ def rank_list(ranks: Iterable[int]) -> str:
     return ", ".join(parts)
 
 
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def unique_warnings(ctx: Context) -> list[NcclMessage]:
     """case.warnings with each input line once (a WARN of a handled family can be recorded twice)."""
     best: dict[tuple[str, int], NcclMessage] = {}

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
-from ncclscope.diagnose.rules.net_common import names, plural
+from ncclscope.diagnose.rules.net_common import names
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Evidence, Finding, InterfaceUse, NetDevice, Severity
 

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from ncclscope.case.topology import NEAR, PCIE_RANK, is_rdma_nic, link
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.topo_common import (
@@ -22,7 +23,6 @@ from ncclscope.diagnose.rules.topo_common import (
     order,
     pairs_text,
     pcie,
-    plural,
     socket_lines,
     where,
 )

@@ -124,10 +124,6 @@ def pairs_text(pairs: set[tuple[str, str]]) -> str:
     return text
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def where(topo: TopologyMatrix) -> str:
     return f"{topo.source}:{topo.line}"
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ncclscope.case.topology import is_rdma_nic, link
 from ncclscope.common.versions import nccl_version
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.topo_common import (
@@ -19,7 +20,6 @@ from ncclscope.diagnose.rules.topo_common import (
     nvlink_between,
     order,
     pcie,
-    plural,
     where,
 )
 from ncclscope.model import Case, Connection, Evidence, Finding, P2pReport, TopologyMatrix
