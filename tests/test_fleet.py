@@ -153,11 +153,23 @@ def test_the_html_page_shows_the_verdict_plots_and_drift_in_chromium(fleet, tmp_
 
 
 def test_an_input_that_names_its_hosts_only_in_the_file_name(tmp_path: Path) -> None:
+    """A file name is taken for a host only when --hosts (or another input) names that host: any name of
+    letters and digits would pass (issue 41: `nccltests-d302.txt` became a host)."""
     text = (REPO / "fixtures" / "nccl_tests" / "headerless_rows.txt").read_text()
     (tmp_path / "node-a01.txt").write_text(text)
-    result = run_cli("fleet", str(tmp_path), "-f", "json", "--fail-on", "none")
+    (tmp_path / "allreduce-run3.txt").write_text(text)
+    result = run_cli("fleet", str(tmp_path), "-f", "json", "--fail-on", "none", "--hosts", "node-a01,node-a02")
     data = json.loads(result.stdout)
-    assert {h["host"] for h in data["hosts"]} == {"node-a01"}
+    assert {h["host"]: h["status"] for h in data["hosts"]} == {"node-a01": "ok", "node-a02": "missing"}
+    assert data["unattributed"] == [
+        f"{tmp_path / 'allreduce-run3.txt'}: 2 results without a host name (no device lines, NCCL log or run"
+        " manifest); its file name is taken for the host when --hosts lists allreduce-run3"
+    ]
+    plain = run_cli("fleet", str(tmp_path), "--fail-on", "none")
+    text_out = plain.stdout.decode()
+    assert text_out.count("no host ") == 2, text_out
+    assert "when --hosts lists node-a01" in text_out
+    assert text_out.rstrip().endswith("0 hosts: 0 ok")
 
 
 def test_bad_options_and_inputs_give_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -131,3 +131,21 @@ def test_hostile_input_runs_nothing(tmp_path: Path) -> None:
     assert not re.search(r"<script\b", dom.stdout, re.I)
     assert "&lt;script&gt;console.error('pwned')&lt;/script&gt;" in dom.stdout
     assert "pwned" not in "\n".join(_console_errors(dom.stderr))
+
+
+def test_hosts_of_device_lines_and_counts_without_zero_in_the_rendered_page(tmp_path: Path) -> None:
+    """Issue 41 item 7: the page listed 'No host named in the inputs' for hosts that nccl-tests' device lines
+    name, and showed a red '0 error' badge; through the real CLI, read back from Chromium's DOM."""
+    from conftest import run_cli
+
+    report = tmp_path / "r.html"
+    done = run_cli("report", "fixtures/first_hour/tests_one_host_logged.txt", "-o", str(report))
+    assert done.returncode in (0, 1), done.stderr
+    dom = _chromium(tmp_path, "--dump-dom", report.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "No host named in the inputs" not in dom.stdout
+    assert "<td>cx-node11</td>" in dom.stdout
+    assert "<td>cx-node12 (nccl-tests: 1x NVIDIA H100 80GB HBM3)</td>" in dom.stdout
+    badges = re.findall(r'<span class="badge (\w+)">([^<]*)</span>', dom.stdout.split('<section id="findings"')[0])
+    assert badges and all(not text.startswith("0") for _, text in badges), badges
+    assert "badge error" not in dom.stdout.split('<section id="findings"')[0]

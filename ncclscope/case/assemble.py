@@ -180,7 +180,8 @@ def _add_connection_processes(b: Builder, edges: dict[tuple, list]) -> None:
     """The processes (and their hosts) that the connection lines name: a paste of a job's connection lines
     alone still shows every process that printed one, and its rank. (Not its GPU: the number in brackets
     is a device index in newer releases and a bus id in older ones.)"""
-    for full in edges:
+    # in the order of their first lines: ranges read apart fill `edges` in another order than one reader
+    for full, _ in sorted(edges.items(), key=lambda item: (item[0][0], item[1][1])):
         path, host, pid, rank = full[0], full[1], full[2], full[5]
         pid = pid if pid is not None and pid >= 0 else None  # the edges' key says -1 for a lost pid
         if not host and pid is None:

@@ -32,6 +32,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from ncclscope import __version__
+from ncclscope.common.words import plural
 from ncclscope.model.factories import new_dict, new_list
 
 MODIFIED_Z = 0.6745  # Iglewicz & Hoaglin (1993): z = 0.6745 (x - median) / MAD
@@ -322,6 +323,10 @@ class FleetReport(BaseModel):
     ncclscope_version: str = __version__
     inputs: int = 0
     unusable: list[str] = Field(default_factory=new_list, description="Inputs that could not be used, with why.")
+    unattributed: list[str] = Field(
+        default_factory=new_list,
+        description="Inputs whose results name no host (no device lines, log or manifest), and what names it.",
+    )
     hosts: list[HostResult] = Field(default_factory=new_list)
     pairs: list[PairResult] = Field(default_factory=new_list)
     pair_hosts: list[PairHost] = Field(default_factory=new_list)
@@ -382,6 +387,7 @@ def judge(
     warning_below = float(judging().warning_below)
     report = FleetReport(inputs=len(summaries), threshold=threshold)
     report.unusable = [p for s in summaries if not s.usable for p in (s.problems or [f"{s.path}: unusable"])]
+    summaries, report.unattributed = _confirm_file_name_hosts(summaries, expected_hosts)
     results = results_frame(summaries)
     nodes = results[results.n_hosts == 1].assign(host=lambda d: d.hosts.str[0])
     report.hosts = _host_results(nodes, warning_below)
@@ -423,6 +429,33 @@ def judge(
         "drift": len(report.drift),
     }
     return report
+
+
+def _confirm_file_name_hosts(
+    summaries: Sequence[FileSummary], expected_hosts: Sequence[str]
+) -> tuple[list[FileSummary], list[str]]:
+    """A host read from a file's name only (`node-a01.txt`) counts when --hosts or another input names it:
+    any name of letters and digits would pass for a host (`nccltests-d302.txt`, `run3.log`). The runs of
+    a file whose name names no known host are set apart, each with how to name its host."""
+    known = set(expected_hosts) | {h for s in summaries if s.hosts_from != "file name" for h in s.hosts}
+    kept: list[FileSummary] = []
+    unattributed: list[str] = []
+    for s in summaries:
+        if s.hosts_from != "file name" or all(h in known for h in s.hosts):
+            kept.append(s)
+            continue
+        guessed = set(s.hosts)
+        s = s.model_copy(deep=True)
+        s.hosts = [h for h in s.hosts if h in known]
+        for run in s.runs:
+            run.hosts = [h for h in run.hosts if h not in guessed or h in known]
+        kept.append(s)
+        if s.runs and not any(run.hosts for run in s.runs):
+            unattributed.append(
+                f"{s.path}: {plural(len(s.runs), 'result')} without a host name (no device lines, NCCL log or run"
+                f" manifest); its file name is taken for the host when --hosts lists {', '.join(sorted(guessed))}"
+            )
+    return kept, unattributed
 
 
 def _robust_z(value: float | None, median: float | None, mad: float | None) -> float | None:

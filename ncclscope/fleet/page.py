@@ -127,6 +127,8 @@ def print_text(report: FleetReport, console: Console, show_ok: bool = False) -> 
         console.print(table)
     for problem in report.unusable:
         console.print(f"[yellow]unusable[/] {escape(problem)}")
+    for problem in report.unattributed:
+        console.print(f"[yellow]no host[/] {escape(problem)}")
     console.print(headline(report))
 
 
@@ -156,6 +158,8 @@ def to_markdown(report: FleetReport) -> str:
         out += ["\n## Drift\n", _md(tables["drift"][["item", "majority", "value", "hosts_count", "hosts"]])]
     if report.unusable:
         out += ["\n## Unusable inputs\n", *(f"- {_md_cell(p)}" for p in report.unusable)]
+    if report.unattributed:
+        out += ["\n## Results without a host\n", *(f"- {_md_cell(p)}" for p in report.unattributed)]
     return "\n".join(out) + "\n"
 
 
@@ -230,6 +234,7 @@ def to_html(report: FleetReport) -> str:
         culprits=[p.host for p in report.pair_hosts if p.culprit],
         drift=[(d.item, d.majority, v.value, _hosts(v.hosts, 20)) for d in report.drift for v in d.values],
         unusable=report.unusable,
+        unattributed=report.unattributed,
         hosts=[
             (h.host, h.status, h.collective or "", _num(h.busbw), _num(h.expected), _num(h.fleet_median))
             for h in report.hosts

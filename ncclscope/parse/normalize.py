@@ -91,6 +91,7 @@ CUT_MARKER_RE = re.compile(r"(?:N?C?CL|L)[ \t]+(INFO|WARN)[ \t]+(?=\S)")
 # What NCCL prints as a host (gethostname, cut at the first '.'): letters, digits, '-' and '_' (a paste may
 # keep the domain). A record glued to the text before it takes none of that text's other characters.
 NOT_HOST_RE = re.compile(r"[^A-Za-z0-9_.\-]")
+QUOTE = "`"  # markdown's inline code around a line (clean() drops the closing one)
 HOST_END_RE = re.compile(r"[:\s]")
 NUMBER_RE = re.compile(r"[\d.]+")
 # the number a table row ends with, when a record's host follows it without a space
@@ -164,6 +165,10 @@ def clean(raw: str) -> CleanLine:
     trailer = TRAILER_RE.search(text, 0, cut_end) if "]" in text else None
     if trailer:
         cut_end = len(text[: trailer.start()].rstrip(" \t"))  # the padding before it goes too
+    if text.endswith("`", 0, cut_end):  # markdown: a line quoted as `code`, or a fence glued to the last line
+        body = text[:cut_end].rstrip("`").rstrip(" \t")
+        if body.strip("`"):  # a fence on its own line stays what it is
+            cut_end = len(body)
     removed = _removed_spans(text, cut_end)
     if not removed:
         return CleanLine(text) if cut_end == len(text) else CleanLine(text[:cut_end])
@@ -230,7 +235,9 @@ def find_records(text: str) -> list[tuple[int, int]]:
         here.add(at_start.group())
     starts: list[int] = []
     for start, matched in found:
-        if matched and (starts or start > 0):  # after a record or other text, maybe glued to it
+        # after a record or other text, maybe glued to it; or after a backtick that opens the line (markdown's
+        # inline code); not after a redacted name's "<", which is the host ("<cluster_name>:920:1145 ...")
+        if matched and (starts or start > 0 or text.startswith(QUOTE, start)):
             start = _glued_host_start(text, start, here)
         starts.append(start)
     if len(starts) < text.count(NCCL_MARKER):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from rich.console import Console
@@ -10,6 +11,7 @@ from rich.markup import escape
 
 from ncclscope import __version__
 from ncclscope.common.markdown import cell, table
+from ncclscope.common.words import plural
 from ncclscope.model import Analysis, Evidence, Finding
 from ncclscope.render.verdict import verdict_lines
 
@@ -17,12 +19,16 @@ STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
-def headline(analysis: Analysis) -> str:
+def severity_counts(analysis: Analysis) -> list[tuple[str, str]]:
+    """(severity, '2 warnings') for each severity that has findings, worst first; none for a zero."""
     s = analysis.summary
+    return [(k, f"{s[k]} {k}" if k == "info" else plural(s[k], k)) for k in ("error", "warning", "info") if s.get(k)]
+
+
+def headline(analysis: Analysis) -> str:
     if not analysis.findings:
         return "No findings."
-    parts = [f"{s.get(k, 0)} {k}{'s' if s.get(k, 0) != 1 else ''}" for k in ("error", "warning", "info") if s.get(k)]
-    return ", ".join(parts)
+    return ", ".join(text for _, text in severity_counts(analysis))
 
 
 def print_text(analysis: Analysis, console: Console) -> None:
@@ -165,9 +171,22 @@ def to_sarif(analysis: Analysis) -> str:
     return json.dumps(sarif, indent=2)
 
 
+# a full stop that ends a sentence: not an abbreviation's ("e.g.", "i.e."), nor an ellipsis, and the next
+# sentence begins with a capital, a quote or a parenthesis
+_SENTENCE_END_RE = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\.)\.(?!\.)(?=\s+[A-Z(`\"]|\s*$)")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a rule's summary; a full stop inside `code` (quoted log text) ends nothing."""
+    for end in _SENTENCE_END_RE.finditer(text):
+        if text.count("`", 0, end.start()) % 2 == 0:
+            return text[: end.end()]
+    return text
+
+
 def print_rule_list(console: Console) -> None:
     for code, r in _rules().items():
-        first = r.summary.split(". ")[0].rstrip(".") + "."  # the full text is one `ncclscope rules CODE` away
+        first = first_sentence(r.summary)  # the full text is one `ncclscope rules CODE` away
         console.print(f"[bold]{code:7}[/] {r.name:24} [{STYLE[r.severity]}]{r.severity:7}[/] {escape(first)}")
 
 

@@ -22,8 +22,9 @@ from ncclscope.case.device_tree import device_trees
 from ncclscope.case.topology import nearest_nics, nic_label
 from ncclscope.common.words import human_size, number_ranges
 from ncclscope.model import Analysis, Connection, Evidence, Finding, TopologyMatrix
-from ncclscope.render.findings import describe_platform, headline
+from ncclscope.render.findings import describe_platform, headline, severity_counts
 from ncclscope.render.findings import evidence_shown as capped_evidence
+from ncclscope.render.labels import test_only_hosts
 from ncclscope.render.plots import Plot
 from ncclscope.render.templating import TEMPLATES, render_page
 from ncclscope.render.verdict import verdict_lines
@@ -167,7 +168,7 @@ def _summary(analysis: Analysis) -> dict[str, Any]:
         "cls": verdict_class(analysis),
         "headline": headline(analysis),
         "verdict": verdict_lines(analysis) if analysis.findings else [],
-        "badges": [(sev, analysis.summary.get(sev, 0)) for sev in SEVERITIES],
+        "badges": severity_counts(analysis),
         "platform": describe_platform(analysis) if p.key or p.gpu_model else None,
         "top": top,
         "verdicts": [j.verdict for j in analysis.bandwidth],
@@ -222,7 +223,7 @@ def _platform(analysis: Analysis) -> dict[str, Any]:
 
 def _hosts(analysis: Analysis) -> dict[str, Any]:
     c = analysis.case
-    rows = [
+    rows: list[tuple[str, int, str, str, str, str, str, str, str]] = [
         (
             h.name,
             h.processes,
@@ -236,11 +237,16 @@ def _hosts(analysis: Analysis) -> dict[str, Any]:
         )
         for h in c.hosts[:ROWS_CAP]
     ]
+    tested = test_only_hosts(c)
+    rows += [
+        (f"{t.name} (nccl-tests: {t.gpus})", t.processes, ranks_text(t.ranks) or "-", "-", "-", "-", "-", "-", "-")
+        for t in tested[: max(0, ROWS_CAP - len(rows))]
+    ]
     return {
         "nccl": ", ".join(c.nccl_versions) or "-",
         "drivers": ", ".join(str(v) for v in c.cuda_driver_versions) or "-",
         "rows": rows,
-        "more": len(c.hosts) - ROWS_CAP,
+        "more": len(c.hosts) + len(tested) - len(rows),
     }
 
 

@@ -23,7 +23,6 @@ from ncclscope.render.findings import describe_platform, headline
 from ncclscope.render.html import (
     EVIDENCE_CAP,
     ROWS_CAP,
-    SEVERITIES,
     DiffView,
     edge_groups,
     edge_text,
@@ -32,6 +31,7 @@ from ncclscope.render.html import (
     ranks_text,
     render_html,
 )
+from ncclscope.render.labels import test_only_hosts
 from ncclscope.render.plots import Plot, benchmark_plots
 from ncclscope.render.verdict import verdict_lines
 
@@ -150,8 +150,6 @@ def markdown_text(
 
 def _md_summary(analysis: Analysis) -> list[str]:
     out = [f"## ncclscope {__version__} report: {headline(analysis)}", ""]
-    counts = ", ".join(f"{analysis.summary.get(s, 0)} {s}" for s in SEVERITIES)
-    out += [f"**Verdict:** {counts}.", ""]
     if analysis.findings:
         out += [("> " + line.strip()) for line in verdict_lines(analysis)] + [""]
     if analysis.platform.key or analysis.platform.gpu_model:
@@ -226,16 +224,20 @@ def _md_platform(analysis: Analysis) -> list[str]:
 def _md_hosts(analysis: Analysis) -> list[str]:
     c = analysis.case
     out = ["### Versions and hosts", "", f"NCCL versions: {', '.join(c.nccl_versions) or '-'}", ""]
-    if c.hosts:
-        out += _md_table(
-            ["host", "processes", "ranks", "NCCL", "network", "GDR"],
-            [
-                [h.name, h.processes, ranks_text(h.ranks), ", ".join(h.nccl_versions), ", ".join(h.networks), h.gdr]
-                for h in c.hosts[:ROWS_CAP]
-            ],
-        )
-        if len(c.hosts) > ROWS_CAP:
-            out += [f"... and {len(c.hosts) - ROWS_CAP} more hosts", ""]
+    rows = [
+        [h.name, h.processes, ranks_text(h.ranks), ", ".join(h.nccl_versions), ", ".join(h.networks), h.gdr]
+        for h in c.hosts
+    ]
+    rows += [
+        [f"{t.name} (nccl-tests: {t.gpus})", t.processes, ranks_text(t.ranks), "-", "-", "-"]
+        for t in test_only_hosts(c)
+    ]
+    if rows:
+        out += _md_table(["host", "processes", "ranks", "NCCL", "network", "GDR"], rows[:ROWS_CAP])
+        if len(rows) > ROWS_CAP:
+            out += [f"... and {len(rows) - ROWS_CAP} more hosts", ""]
+    else:
+        out += ["No host named in the inputs.", ""]
     return out
 
 

@@ -244,6 +244,28 @@ def nccl_result(text: str | None) -> Meaning | None:
     return _first(NCCL_RESULTS, (text or "").strip())
 
 
+# What to do about each ncclResult_t that reached the caller (nccl.h.in names them; NCCL's docs,
+# troubleshooting.rst, say where each usually comes from). 0 Success and 7 InProgress are not failures.
+RESULT_ADVICE: dict[int, str] = {
+    1: "a CUDA call inside NCCL failed: the `Cuda failure` WARN before it names the CUDA error; look for Xid "
+    "errors in the host's kernel log (dmesg) and at GPU memory in use",
+    2: "a system or library call failed (sockets, InfiniBand verbs, /dev/shm, memory registration): the WARN's "
+    "errno text or the call it names says which; check the network interface (NCCL_SOCKET_IFNAME), the "
+    "locked-memory limit (ulimit -l) and /dev/shm",
+    3: "one of NCCL's own checks failed: most often ranks that disagree (different NCCL versions or net plugins) "
+    "or an earlier failure on another rank; compare the versions of every rank and find the first error of the "
+    "job; if it repeats alone, report it with the NCCL_DEBUG=INFO logs of every rank",
+    4: "NCCL rejected an argument of a call: check the counts, data types, devices and communicator the "
+    "application passes on that rank",
+    5: "NCCL was used in a way it does not allow: ranks calling collectives in a different order, a communicator "
+    "used after an abort or from a second thread, or ranks of different NCCL versions",
+    6: "a peer process exited or the network between them failed: this rank is not the cause; the first error "
+    "of the job is on another rank or host, so read its log first",
+    8: "an NCCL operation timed out: a peer that never joined or a network that stopped delivering; find the rank "
+    "that did not arrive",
+}
+
+
 # What the cause quoted by an nccl-tests failure line means: a CUDA or NCCL error string, and after
 # ' / ' NCCL's last error (which names the call that failed), most specific first.
 TEST_FAILURES: list[tuple[str, str]] = [

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.net_common import (
     HostNet,
@@ -17,12 +18,18 @@ from ncclscope.diagnose.rules.net_common import (
     is_socket,
     names,
     net_name,
-    plural,
     rank_list,
 )
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Connection, Evidence, Finding, GdrReport
 
+# GDR works over one NIC of a rank and not over another: NCCL measured the second NIC too far from the GPU
+FAR_NIC_FIX = (
+    "Keep each GPU's traffic on the NIC under its own PCIe switch: NCCL_CROSS_NIC=0 (or an NCCL_IB_HCA list per"
+    " rail) stops rings from taking a NIC of the other socket; check with `nvidia-smi topo -m` that every GPU has"
+    " a NIC at PIX/PXB. Raising NCCL_NET_GDR_LEVEL past the path NCCL measured is not a fix: the traffic would"
+    " still cross the CPU."
+)
 HOSTS_DETAILED = 4  # hosts described one by one in a message before "and N more hosts"
 GDR_ENV = ("NCCL_NET_GDR_LEVEL", "NCCL_IB_CUDA_SUPPORT", "NCCL_DMABUF_ENABLE")
 
@@ -65,10 +72,24 @@ class HostGdr:
     def on_ranks(self) -> list[int]:
         return sorted({e.from_rank for e in self.on_edges if e.from_rank >= 0})
 
+    @property
+    def far_nic_only(self) -> bool:
+        """Every rank without GDR uses it over another NIC: the kernel side works (a missing nvidia-peermem
+        would stop it on every NIC), so the NICs without it are too far from the GPU for NCCL_NET_GDR_LEVEL."""
+        off = self.off_ranks
+        return bool(off) and set(off) <= set(self.on_ranks) and not (self.hca_off or self.flags_off)
+
+    def on_nics(self) -> list[str]:
+        by_index = {d.index: d.name for d in self.net.rdma_devices}
+        nics = {e.nic: by_index.get(e.nic, str(e.nic)) for e in self.on_edges if e.nic is not None}
+        return [nics[k] for k in sorted(nics)]
+
     def off_nics(self) -> list[str]:
+        """The NICs of the connections without GDR: their device names where the host listed them, else
+        NCCL's index on NET/IB (said after the word NIC by the message) or the transport's own form."""
         by_index = {d.index: d.name for d in self.net.rdma_devices}
         nics = [
-            by_index.get(e.nic, f"NIC {e.nic}") if net_name(e.transport) == "IB" else f"{e.transport}/{e.nic}"
+            by_index.get(e.nic, str(e.nic)) if net_name(e.transport) == "IB" else f"{e.transport}/{e.nic}"
             for e in sorted(self.off_edges, key=lambda e: e.nic if e.nic is not None else -1)
             if e.nic is not None
         ]
@@ -235,12 +256,25 @@ def gdr_off(ctx: Context) -> Iterable[Finding]:
         message += ": " + "; ".join(details)
     if not traffic:
         message += "; this job stays on one host, where GPUs do not use the network: it matters once it spans hosts"
+    fix = {}
+    if all(h.far_nic_only for h in hosts) and not causes:
+        h = hosts[0]
+        ranks_on = rank_list(h.off_ranks)
+        message += (
+            f"; rank{'s' if len(h.off_ranks) > 1 else ''} {ranks_on} use{'' if len(h.off_ranks) > 1 else 's'} it"
+            f" over NIC{'s' if len(h.on_nics()) > 1 else ''} {names(h.on_nics(), 4)}, so the driver side works:"
+            + (" the NICs without it are" if len(h.off_nics()) > 1 else " the NIC without it is")
+            + " too far from the GPU"
+        )
+        fix["fix"] = FAR_NIC_FIX
     evidence = [e for h in hosts for e in h.off_evidence()] + env_evidence
+    evidence += [e.evidence for h in hosts if h.far_nic_only for e in h.on_edges[:1]]
     ranks = sorted({r for h in hosts for r in h.off_ranks})
     yield make_finding(
         "GDR001",
         "warning" if traffic else "info",
         message,
+        **fix,
         evidence=shown(evidence),
         evidence_count=sum(h.off_count() for h in hosts) + len(env_evidence),
         hosts=[h.name for h in hosts if h.name],
@@ -271,6 +305,8 @@ def gdr_asymmetric(ctx: Context) -> Iterable[Finding]:
     on = [gdr[n] for n, s in states.items() if s == "on"]
     off = [gdr[n] for n, s in states.items() if s == "off"]
     mixed = [gdr[n] for n, s in states.items() if s == "mixed"]
+    if not (on or off):  # only hosts whose ranks use GDR over one NIC and not another: GDR001 says why
+        mixed = [h for h in mixed if not h.far_nic_only]
     if on and (off or mixed):
         minority_off = len(off) + len(mixed) <= len(on)
         without = off + mixed
@@ -290,8 +326,9 @@ def gdr_asymmetric(ctx: Context) -> Iterable[Finding]:
                 f"{plural(len(without), 'host')} run without it: "
                 f"{'; '.join(_describe(h) for h in without[:HOSTS_DETAILED])}{_more(without)}"
             )
-        if mixed:
-            message += f"; ranks of {names(h.name for h in mixed)} differ among themselves"
+        split = [h for h in mixed if not h.far_nic_only]
+        if split:
+            message += f"; ranks of {names(h.name for h in split)} differ among themselves"
         evidence = [e for h in without for e in h.off_evidence()]
         evidence += [x.evidence for h in on for x in (h.on_edges[:1] or (h.hca_on + h.pair_on + h.flags_on)[:1])]
         yield make_finding(

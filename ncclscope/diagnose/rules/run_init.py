@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.run import covered_lines
@@ -71,9 +72,8 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
         cut, stops = input_cut(ctx, {r.evidence.source for r in init.members.values() if r.evidence})
         size = f"{init.nranks} ranks" if init.nranks else "size unknown"
         hosts = init.hosts
-        head = (
-            f"{label[0].upper()}{label[1:]} ({size}, {len(hosts)} host{'s' if len(hosts) != 1 else ''} in the inputs)"
-        )
+        # the hosts whose NCCL lines show this communicator; a benchmark's device lines may name more
+        head = f"{label[0].upper()}{label[1:]} ({size}, logged on {plural(len(hosts), 'host')})"
         if init.stuck and cut and stops and not init.completed:
             ctx.cannot_judge(
                 "RUN001",

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from itertools import groupby
 
 from ncclscope.diagnose.rules.context import Context, shown
-from ncclscope.diagnose.rules.error_strings import nccl_result
+from ncclscope.diagnose.rules.error_strings import RESULT_ADVICE, nccl_result
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.run import (
     Chains,
@@ -120,7 +120,9 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     Why: NCCL prints WARN only when something failed or is about to; the chain after it shows the
     code path and the ncclResult_t the application received.
 
-    Fix: Read the message and the chain; the finding adds what is known about the message.
+    Fix: Start from the first WARN of the job in time (later WARNs on other ranks usually follow from
+    it); the result at the end of its chain says what kind of failure reached the application, and its
+    first file:line where in NCCL's source it was seen. Each finding's fix says this for its WARN.
 
     Sources: NCCL src/include/debug.h and src/nccl.h.in (WARN lines, result codes, `-> N` chains);
     NCCL docs troubleshooting/networking_troubleshooting.rst (ibv calls and memlock, ibv_modify_qp and
@@ -131,6 +133,9 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     warns = warns_of(ctx, None, covered)
     failures = {(f.evidence.source, f.evidence.line): f for f in ctx.case.socket_failures}
     chains = Chains(ctx)
+    versions: dict[tuple[str | None, int | None], str] = {
+        (p.host, p.pid): p.nccl_version for p in ctx.case.processes if p.nccl_version
+    }
     groups: dict[str, list[NcclMessage]] = defaultdict(list)
     for w in warns:
         groups[_shape(w.message)].append(w)
@@ -162,11 +167,46 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
             "RUN005",
             severity,
             message,
+            fix=_fix(first, traces, severity, versions.get((first.host, first.pid))),
             evidence=evidence_with_chains(msgs, traces),
             evidence_count=len(msgs),
             hosts=sorted({w.host for w in msgs if w.host}),
         )
     yield from _framework_errors(ctx, covered)
+
+
+def _fix(w: NcclMessage, traces: list[ErrorTrace], severity: Severity, version: str | None) -> str:
+    """What to do about one WARN: the result its chain returned, decoded, and where NCCL first saw it (the
+    message says what the WARN itself means; the fix does not say it again)."""
+    if severity == "info":
+        return "Nothing to do about this line: look at what made the communicator abort (the first error before it)."
+    where = f"{w.file}:{w.file_line}" if w.file and w.file_line else None
+    source = f"NCCL's source at {f'release {version}' if version else 'the release that wrote the log'}"
+    if not (w.file or "").endswith((".cc", ".h", ".cu")) or w.message.startswith("NET/OFI"):
+        source = "the source of the library that printed it"  # a net plugin's function name, not NCCL's file
+    failing = [t for t in traces if t.result not in (0, 7)]
+    if failing:
+        t = failing[0]
+        advice = RESULT_ADVICE.get(t.result)
+        steps = [f"The failure propagated as {t.result_name} ({t.result})" + (f": {advice}" if advice else "")]
+        if t.frames:
+            steps.append(
+                f"NCCL first saw the failure at {t.frames[0]}, the innermost file:line of the chain ({source})"
+            )
+    elif severity == "error":
+        steps = [
+            "Find the first error of this host and of its peers before this line: with NCCL_DEBUG=INFO on every rank"
+            " the chain after a WARN names the result the application received"
+        ]
+        if where:
+            steps.append(f"NCCL printed this WARN at {where} ({source})")
+    else:
+        steps = [
+            "NCCL went on after this WARN (no error result follows it): act on it if the job then fails or is slow"
+        ]
+        if where:
+            steps.append(f"It is printed at {where} ({source})")
+    return ". ".join(steps) + "."
 
 
 def _failed(w: NcclMessage, traces: list[ErrorTrace]) -> bool:
