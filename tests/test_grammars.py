@@ -76,6 +76,53 @@ def test_a_planted_file_in_the_temp_dir_is_never_read(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+def test_the_built_parser_kept_between_runs_parses_as_the_one_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole built parser is kept in the private folder (start-up, issue 41): read back, it gives the
+    same trees as a parser built from the grammar; a damaged file is built again and replaced."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    grammars.load.cache_clear()
+    try:
+        first = grammars.load("nccl_log", ("record",))
+        built = list((tmp_path / "cache" / "ncclscope").glob("nccl_log-record-*.built"))
+        assert len(built) == 1
+        grammars.load.cache_clear()
+        again = grammars.load("nccl_log", ("record",))
+        assert again is not first and type(again).__name__ == "Lark"
+        lines = [
+            line
+            for path in sorted((Path(__file__).parent.parent / "fixtures" / "nccl").glob("*.log"))
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[:60]
+            if " NCCL " in line
+        ]
+        assert len(lines) > 500
+
+        def outcome(parser, line: str) -> str:  # type: ignore[no-untyped-def]
+            try:
+                return str(parser.parse(line))
+            except Exception as error:  # noqa: BLE001 - the same refusal is what is compared
+                return type(error).__name__
+
+        assert [outcome(again, line) for line in lines] == [outcome(first, line) for line in lines]
+        built[0].write_bytes(b"cut short")
+        grammars.load.cache_clear()
+        assert type(grammars.load("nccl_log", ("record",))).__name__ == "Lark"
+        assert built[0].read_bytes() != b"cut short"
+    finally:
+        grammars.load.cache_clear()
+
+
+def test_an_edited_grammar_is_never_served_from_the_built_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lark_cache = grammars._cache_file("nccl_log", ["record"])
+    assert isinstance(lark_cache, str)
+    before = grammars._built_file(lark_cache, "nccl_log")
+    grammars.grammar_text.cache_clear()
+    monkeypatch.setattr(grammars, "grammar_text", lambda name: 'start: "edited"\n')
+    assert grammars._built_file(lark_cache, "nccl_log") != before
+
+
 def test_the_nccl_log_grammar_is_its_folders_files_in_the_order_of_their_names() -> None:
     """grammars/nccl_log/: one grammar in a file per group of record families, joined whole and in order."""
     parts = sorted((grammars.grammar_dir() / "nccl_log").glob("*.lark"))

@@ -87,15 +87,82 @@ def load(name: str, start: str | tuple[str, ...] = "start") -> Lark:
     from lark import Lark  # here: a reader of the grammar's text alone (terminal_regex) need not load Lark
 
     starts = list(start) if isinstance(start, tuple) else [start]
-    return Lark(
+    lark_cache = _cache_file(name, starts)
+    built = _built_file(lark_cache, name) if isinstance(lark_cache, str) else None
+    parser = _read_built(built) if built else None
+    if parser is not None:
+        return parser
+    parser = Lark(
         grammar_text(name),
         parser="lalr",
         lexer="contextual",
         start=starts,
         propagate_positions=False,  # tokens carry their positions; tree positions are never read (and cost 40%)
         maybe_placeholders=False,
-        cache=_cache_file(name, starts),  # start-up: loading a built parser is much faster than building it
+        cache=lark_cache,  # loading a built parser is much faster than building it
     )
+    if built:
+        _write_built(parser, built)
+    return parser
+
+
+def _built_file(lark_cache: str, name: str) -> Path:
+    """The whole built parser, beside Lark's cache: Lark's own file holds its tables in a form that it turns
+    back into objects one by one (most of a short analysis's start-up); this one is read back in one go.
+    Its name carries the grammar text's hash, so an edited grammar is never served stale."""
+    import hashlib
+
+    digest = hashlib.sha256(grammar_text(name).encode()).hexdigest()[:16]
+    return Path(lark_cache).with_suffix(f".{digest}.built")
+
+
+def _read_built(path: Path) -> Lark | None:
+    """The parser kept by _write_built, or None. The file is ncclscope's own, in the private cache folder
+    (_cache_file: owned by this user, written by nobody else), never an input's."""
+    import gc
+    import pickle
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    paused = gc.isenabled()
+    gc.disable()  # thousands of small objects: the collector would scan them again and again as they arrive
+    try:
+        parser = pickle.loads(data)  # noqa: S301 - our own cache file in the private folder, see above
+    except Exception:  # a file cut by a full disk or left by another version of Lark: build again
+        return None
+    finally:
+        if paused:
+            gc.enable()
+    return parser if type(parser).__name__ == "Lark" else None
+
+
+def _write_built(parser: Lark, path: Path) -> None:
+    """Keep the built parser for the next run (replacing the files of earlier grammar texts)."""
+    import copyreg
+    import importlib
+    import io
+    import pickle
+    import types
+
+    from lark.parsers import lalr_analysis
+
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = copyreg.dispatch_table.copy()
+    # the lexer keeps the `re` module; the parse table's actions are compared by identity (Shift, Reduce)
+    pickler.dispatch_table[types.ModuleType] = lambda m: (importlib.import_module, (m.__name__,))
+    pickler.dispatch_table[lalr_analysis.Action] = lambda a: (getattr, (lalr_analysis, a.name))
+    try:
+        pickler.dump(parser)
+        for old in path.parent.glob(f"{path.stem.rsplit('.', 1)[0]}.*.built"):
+            old.unlink(missing_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_bytes(out.getvalue())
+        os.replace(temporary, path)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        return  # without it the next run loads Lark's own cache, slower
 
 
 def nccl_record_parser() -> Lark:
