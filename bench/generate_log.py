@@ -131,13 +131,13 @@ def _ip_of_host(host: int) -> str:
     return f"10.224.{host // 64}.{(host % 64) * 4 + 1}"
 
 
-def build_job(seed: int, style: Style | None = None) -> list[RankInfo]:
-    """Return the ranks of the job; pids/tids are distinct per host and seed-derived."""
+def build_job(seed: int, style: Style | None = None, hosts: int = N_HOSTS) -> list[RankInfo]:
+    """Return the ranks of the job (of its first `hosts` hosts); pids/tids are distinct per host and seed-derived."""
     style = style or Style.plain()
     rng = random.Random(seed * 7919 + 17)
     nics = tuple(style.nic_name(i) for i in range(GPUS_PER_HOST))
     ranks = []
-    for h in range(N_HOSTS):
+    for h in range(hosts):
         hostname = style.host_name(h)
         pids = rng.sample(range(style.pid_low, style.pid_high), GPUS_PER_HOST)
         for local, pid in enumerate(pids):
@@ -343,7 +343,7 @@ def warn_block(job: list[RankInfo], r: RankInfo, rng: random.Random, seconds: fl
     tag = r.style.launcher(r.rank) if r.style.launcher else ""
     info = r.style.prefix(r.rank, head + "NCCL INFO ")
     if kind == 0:
-        peer = job[rng.randrange(N_RANKS)]
+        peer = job[rng.randrange(len(job))]
         warn = (
             "transport/net_ib.cc:%d NCCL WARN NET/IB: Got completion from peer %s<%d> with "
             "status=12 opcode=%d len=0 vendor err 129 (%s) hca %s"
@@ -363,7 +363,7 @@ def warn_block(job: list[RankInfo], r: RankInfo, rng: random.Random, seconds: fl
             "proxy.cc:879 -> 6 [Progress Thread]",
         ]
     elif kind == 1:
-        peer = job[rng.randrange(N_RANKS)]
+        peer = job[rng.randrange(len(job))]
         warn = "misc/socket.cc:%d NCCL WARN socketProgress: Connection closed by remote peer %s<%d>" % (
             51,
             peer.hostname,
@@ -714,7 +714,10 @@ def output_paths(out: str, files: int) -> list[str]:
     return [out] if files == 1 else [f"{out}.{i}" for i in range(files)]
 
 
-PROFILES = ("init", "coll", "mixed")
+NCCL_PROFILES = ("init", "coll", "mixed")
+# logs mostly of other text (bench/job_output.py): a job's stdout, a crash loop, several jobs, random text
+OTHER_PROFILES = ("stdout", "crashloop", "jobs", "random")
+PROFILES = NCCL_PROFILES + OTHER_PROFILES
 
 
 def generate(
@@ -731,6 +734,13 @@ def generate(
         raise ValueError(f"--files must be between 1 and {N_HOSTS}")
     if profile not in PROFILES:
         raise ValueError(f"--profile must be one of {', '.join(PROFILES)}")
+    if profile in OTHER_PROFILES:
+        import job_output  # it builds on this module's streams
+
+        if files != 1:
+            raise ValueError(f"--files applies to the NCCL profiles ({', '.join(NCCL_PROFILES)})")
+        job_output.write(profile, seed, size_bytes, out)
+        return [out]
     jobs = [(seed, "trace" if profile == "mixed" else profile)]
     if profile == "mixed":
         jobs.append((seed + 1, "coll"))
@@ -748,6 +758,10 @@ def generate(
 
 def describe(seed: int, profile: str, plain: bool = False) -> str:
     """One line naming the profile and the formatting drawn for it (printed by the benchmark)."""
+    if profile in OTHER_PROFILES:
+        import job_output
+
+        return job_output.describe(seed, profile)
     seeds = [seed, seed + 1] if profile == "mixed" else [seed]
     return f"{profile}: " + " + ".join("plain formatting" if plain else choose_style(s).name for s in seeds)
 

@@ -86,7 +86,7 @@ def choose_style(seed: int) -> Style:
     return Style(
         host_name=host_name,
         pid_low=10 ** (width - 1),
-        pid_high=10**width - 1000,
+        pid_high=10**width - (1000 if width > 3 else 1),  # room for the tids above the pid, where there is any
         interface=rng.choice(["ib0", "bond0", "enp65s0f0np0", "eth0"]),
         nic_name=nic_name,
         timestamp_format=timestamp,
