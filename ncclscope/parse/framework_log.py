@@ -137,6 +137,17 @@ class FrameworkReader:
     _carry: tuple[int, str] | None = None  # a line that may hold the first part of a wrapped record
     _wants_ran: FrameworkEvent | None = None  # a timeout whose "ran for N milliseconds" was wrapped away
 
+    # what feed() needs in a line while nothing is pending, and command_line() in any line
+    HINT_WORDS = ("NCCL", "nccl", "atchdog", "Last error", "eartbeat")
+    HINT_START = ""
+
+    @property
+    def busy(self) -> bool:
+        """A record's rest or the line after `Last error:` is awaited: the next line matters, whatever it holds."""
+        return not (
+            self._pending is None and self._wants_ran is None and self._last_error is None and self._carry is None
+        )
+
     def feed(self, line_no: int, text: str) -> bool:
         """One line (launcher prefix removed); True when it is (part of) a framework record."""
         stripped = text.strip()

@@ -200,8 +200,10 @@ def first_words(name: str, starts: tuple[str, ...], start: str) -> re.Pattern[st
         first = pattern(name)
         if first is None:
             continue
-        if terminals[name].pattern.type == "re" and action.name == "Shift":
-            first += r"[ \t]*" + either(table.states[target].keys())  # "12 : ...", not "12abc"
+        pattern_of = terminals[name].pattern
+        broad = pattern_of.type == "re" or not pattern_of.value[-1:].isalnum()  # a number, or "[" and "##"
+        if broad and action.name == "Shift":
+            first += r"[ \t]*" + either(table.states[target].keys())  # "12 : ...", "[Service", not "12abc"
         alternatives.append(first)
     return re.compile(r"[ \t]*(?:" + "|".join(sorted(alternatives, key=len, reverse=True)) + ")")
 

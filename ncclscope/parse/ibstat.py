@@ -32,6 +32,16 @@ class IbstatReader:
         self._device: IbDevice | None = None
         self._port: IbPort | None = None
 
+    # what a line must hold for feed() to take it or change anything while not busy (other_lines.py's one test):
+    # words anywhere, or a pattern at its start (after a launcher's prefix and white space)
+    HINT_WORDS: tuple[str, ...] = ()
+    HINT_START = r"CA '"
+
+    @property
+    def busy(self) -> bool:
+        """Inside a device's block: every line matters (the first that is not ibstat's ends it)."""
+        return self._device is not None
+
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is ibstat's (then no other reader needs it)."""
         body = text.strip()

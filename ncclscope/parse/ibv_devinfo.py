@@ -45,6 +45,13 @@ class IbvDevinfoReader:
         self._port: IbPort | None = None
         self._width: int | None = None
 
+    HINT_WORDS: tuple[str, ...] = ()  # what a line must hold for feed() to do anything while not busy
+    HINT_START = r"hca_id:"
+
+    @property
+    def busy(self) -> bool:
+        return self._device is not None
+
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is ibv_devinfo's (then no other reader needs it)."""
         body = text.strip()

@@ -17,12 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
 from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedToken
 
+from ncclscope.parse import line_hints
 from ncclscope.parse.coarse import (
     COARSE_FAMILIES,
     CoarseTemplate,
@@ -42,6 +45,7 @@ from ncclscope.parse.fields import (
     spans_of,
     transport_of,
 )
+from ncclscope.parse.line_hints import LineSink, OtherHints
 from ncclscope.parse.log_records import (
     DAMAGED_REASONS,
     FRAGMENT_REASON,
@@ -59,6 +63,7 @@ from ncclscope.parse.moves import coarse_template, event_of, moved_shape, unique
 from ncclscope.parse.normalize import (
     CUT_MARKER_RE,
     CUT_PREFIX_RE,
+    LAUNCHER_PREFIX_RE,
     clean,
     find_records,
     strip_launcher_prefix,
@@ -72,6 +77,7 @@ from ncclscope.parse.templates import (
     Template,
     template_of,
 )
+from ncclscope.parse.word_scan import WordScan
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
@@ -124,6 +130,42 @@ FRAGMENT_RE = re.compile(
 )
 
 
+# What any line that can hold NCCL's text has somewhere: the level marker (or what a cut left of it), what
+# FRAGMENT_RE looks for, an escape or a NUL byte that clean() would drop before reading. A line without any,
+# and without a bare message's first words at its start (maybe_bare), is other programs' text: it goes to
+# the other readers (or nowhere, other_lines.py) with no skeleton, shape or cache entry made for it.
+NCCL_WORDS = (
+    b"CCL", b"- Init ", b"commId 0x", b"via P2P/", b"via SHM/", b"via NET/", b"Using network ", b"nRanks ",
+    b"\x00", b"\x1b",
+)  # fmt: skip
+BLOCK_SEARCH_MIN = 64  # lines of other text in a block from which its words are looked for in one search
+
+
+def maybe_bare() -> Callable[[bytes], re.Match[bytes] | None]:
+    """The test for a line that may be a bare NCCL message (its prefix lost, or cut inside the level
+    marker): a launcher's prefixes, then what a message can begin with (fields.message_start)."""
+    cut = CUT_MARKER_RE.pattern
+    text = rf"(?:{LAUNCHER_PREFIX_RE.pattern})*\s*(?:{cut})?(?:{message_start().pattern})"
+    return re.compile(text.encode("latin-1")).match
+
+
+def _valid_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@cache
+def _word_scan(hints: OtherHints | None) -> WordScan:
+    """One search of a block for both: NCCL's words (tag 1) and the other readers' (tag 2)."""
+    words = dict.fromkeys(NCCL_WORDS, 1)
+    for word in hints.words if hints is not None else ():
+        words[word] = words.get(word, 0) | 2
+    return WordScan(words)
+
+
 @dataclass
 class ShapeBook:
     """What a parser has learnt about line shapes. Parsers of several byte ranges of one file in one
@@ -152,6 +194,9 @@ class NcclLogParser:
         self._cache = shapes.cache
         self._parser = grammar_parser()
         self._message_start = message_start()  # one cheap test before a line is tried as a bare message
+        self._maybe_bare = maybe_bare()
+        # the other lines' reader, when it says what its readers want and whether one waits (other_lines.py)
+        self._sink: LineSink | None = on_other if isinstance(getattr(on_other, "hints", None), OtherHints) else None  # type: ignore[assignment]
         self._host_ids = shapes.host_ids
         self._coarse_cache = shapes.coarse
         self._templates = shapes.templates
@@ -181,6 +226,7 @@ class NcclLogParser:
         by_coarse: dict[bytes, list[int]] = {}
         templates = self._templates
         coarse_words = self._coarse_words
+        rest: list[int] = []  # the lines no template reads
         for i, word in enumerate(words):
             if word in templates:  # the hot path: a line of a known word skeleton (see templates.py)
                 pending = by_word.get(word)
@@ -188,6 +234,17 @@ class NcclLogParser:
                     by_word[word] = [i]
                 else:
                     pending.append(i)
+                continue
+            rest.append(i)
+        maybe_nccl, quiet = self._sort_out(data, lines, rest)
+        for i in rest:
+            if i not in maybe_nccl:  # other programs' text
+                if i not in quiet or self._sink_busy():
+                    self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
+                continue
+            word = words[i]
+            if word in templates:  # learnt from a line above in this block
+                by_word.setdefault(word, []).append(i)
                 continue
             if self._coarse_templates:  # COLL lines whose widths make a new word skeleton (coarse.py)
                 key = coarse_words.get(word, b"")
@@ -222,6 +279,34 @@ class NcclLogParser:
         if self._coll_rows:  # the rows hold their lines: reduced now, the block's memory goes back whole
             self._reduce_coll_calls()
         self._note_last(lines, first_line)
+
+    def _sort_out(self, data: bytes, lines: list[bytes], rest: list[int]) -> tuple[set[int], set[int]]:
+        """Of the lines no template reads: those that may hold NCCL's text, and those that no other reader
+        wants unless one waits on the next line (other_lines.py). Found by one search of the block per word
+        where there are many such lines; none is quiet in a block that is not valid UTF-8 (its lines are
+        counted by the reader)."""
+        if not line_hints.CHEAP_TEST:
+            return set(rest), set()
+        bare = self._maybe_bare
+        sink = self._sink
+        scan = _word_scan(sink.hints if sink is not None else None)
+        if len(rest) >= BLOCK_SEARCH_MIN:
+            starts = [0, *accumulate(len(line) + 1 for line in lines)][:-1]
+            found = scan.scan(data, starts)
+            tags = [found.get(i, 0) for i in rest]
+        else:
+            tags = [scan.tags(lines[i]) for i in rest]
+        maybe = {i for i, t in zip(rest, tags, strict=True) if t & 1 or bare(lines[i])}
+        if sink is None:
+            return maybe, set()
+        start = sink.hints.start
+        quiet = {i for i, t in zip(rest, tags, strict=True) if not t & 2 and i not in maybe and not start(lines[i])}
+        if quiet and not _valid_utf8(data):
+            quiet = set()
+        return maybe, quiet
+
+    def _sink_busy(self) -> bool:
+        return self._sink is not None and self._sink.busy
 
     def _exact(
         self,

@@ -422,6 +422,18 @@ class NcclTestsReader:
 
     # -- public ---------------------------------------------------------------------------------
 
+    # what feed() needs in a line to take it: failure lines and the test's command line anywhere; "#" lines
+    # and rows (two numbers, then a word) at its start, and the preamble and footer lines of every layout
+    HINT_WORDS = ("failure", "timeout", "_perf", "_test")
+    HINT_START = "|".join(  # in the order feed() tries them
+        [f"(?:{_ROW_START.pattern})", f"(?:{_ROW_HEAD.pattern})", f"(?x:{_INFO_START.pattern})"]
+    )
+
+    @property
+    def busy(self) -> bool:
+        """A row printed in pieces is pending: the next line may be its rest, whatever it holds."""
+        return self._row_head is not None
+
     def feed(self, lineno: int, text: str) -> bool:
         """One physical line (1-based). Returns True when the line belongs to nccl-tests output
         (preamble, device lines, headers, rows, footer, Test failure lines)."""

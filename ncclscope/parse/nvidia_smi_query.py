@@ -66,6 +66,13 @@ class NvidiaSmiQueryReader:
         self._gpu: SmiGpu | None = None
         self._count = 0  # GPUs of the current report
 
+    HINT_WORDS = ("NVSMI LOG", "GPU")  # what a line must hold for feed() to do anything while not busy: START_RE
+    HINT_START = ""
+
+    @property
+    def busy(self) -> bool:
+        return self._active
+
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is nvidia-smi -q's (then no other reader needs it)."""
         body = text.strip()

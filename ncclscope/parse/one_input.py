@@ -33,19 +33,12 @@ from ncclscope.model import (
     UnrecognizedLine,
 )
 from ncclscope.parse import flight_recorder, nccl_xml, ras, sniff
-from ncclscope.parse.framework_log import FrameworkReader
-from ncclscope.parse.ibstat import IbstatReader
-from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
 from ncclscope.parse.junk import JunkSkipper
 from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, Event, LogResult
 from ncclscope.parse.nccl_log import NcclLogParser
-from ncclscope.parse.nccl_tests import NcclTestsReader, parse_nccl_tests_json
-from ncclscope.parse.normalize import clean, strip_launcher_prefix
-from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
-from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
-from ncclscope.parse.p2p_matrix import P2pMatrixReader
+from ncclscope.parse.nccl_tests import parse_nccl_tests_json
+from ncclscope.parse.other_lines import OtherLines
 from ncclscope.parse.split import LogJoin, RangePart
-from ncclscope.parse.topo_matrix import TopologyReader
 
 JSON_MAX_BYTES = 256 * 1024 * 1024
 
@@ -71,8 +64,6 @@ class ParsedInput:
     p2p_matrices: list[P2pMatrix] = field(default_factory=list)
 
 
-# A line that only says lines were left out where it stands
-ELISIONS = frozenset({"...", "....", "…", "[...]", "[…]", "<snip>", "[snip]", "(...)", "[... truncated ...]"})
 # Records that NCCL prints in runs (one per channel, device, node, HCA ...): a paste that stops on one
 # of them stopped in the middle of the run, so what would have followed is missing, not absent.
 LISTINGS = {
@@ -100,67 +91,6 @@ LISTINGS = {
 }
 
 
-class _OtherLines:
-    """Routes lines that are not NCCL records to the matrix, nccl-tests and framework readers."""
-
-    def __init__(self, display: str) -> None:
-        self.topology = TopologyReader(display)
-        self.tests = NcclTestsReader(display)
-        self.framework = FrameworkReader(display)
-        self.ras = ras.RasReader(display)
-        self.ibstat = IbstatReader(display)
-        self.ibv_devinfo = IbvDevinfoReader(display)
-        self.smi_query = NvidiaSmiQueryReader(display)
-        self.smi_nvlink = NvidiaSmiNvlinkReader(display)
-        self.p2p = P2pMatrixReader(display)
-        self._host_readers = (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.ras)
-        self.topology_lines = 0
-        self.tests_lines = 0
-        self.invalid_utf8 = 0
-        self.display = display
-        self.elisions: list[tuple[int, str]] = []
-        self.tests_runs: list[BenchmarkRun] = []  # the tables read, once finished
-
-    def __call__(self, line_no: int, text: str) -> None:
-        if not text:
-            self.topology.feed(line_no, "")
-            self.tests.feed(line_no, "")
-            return
-        if "\ufffd" in text:
-            self.invalid_utf8 += 1
-        body = clean(text).text
-        _, body = strip_launcher_prefix(body)
-        if body.strip() in ELISIONS:
-            self.elisions.append((line_no, body.strip()))
-            return
-        self.framework.command_line(line_no, body)
-        if self.topology.feed(line_no, body):
-            self.topology_lines += 1
-        elif self.tests.feed(line_no, body):
-            self.tests_lines += 1
-        elif not self._host_report(line_no, body):
-            self.framework.feed(line_no, body)
-
-    def found_anything(self) -> bool:
-        """Whether any of these readers has taken a line (parse/junk.py skips blocks only before that)."""
-        return bool(
-            self.topology_lines
-            or self.tests_lines
-            or self.framework.lines
-            or self.framework.settings
-            or self.ibstat.devices
-            or self.ibv_devinfo.devices
-            or self.smi_query.gpus
-            or self.smi_nvlink.gpus
-            or self.p2p.matrices
-            or self.ras.reports
-        )
-
-    def _host_report(self, line_no: int, body: str) -> bool:
-        """A line of a tool's report about the host (its ports, its GPUs) or of ncclras."""
-        return any(reader.feed(line_no, body) for reader in self._host_readers)
-
-
 def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) -> ParsedInput:
     """Parse one input completely. Never raises for bad content; problems go to Source.problems.
     `progress` is called with the size of each block of text read (the TUI's progress bar)."""
@@ -174,7 +104,7 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
         if parsed is not None:
             return parsed
     stats = ReadStats()
-    others = _OtherLines(item.display)
+    others = OtherLines(item.display)
     log = NcclLogParser(others)
     junk = JunkSkipper()
     for block, first_line in iter_blocks(item, stats, progress):
@@ -207,7 +137,7 @@ class JoinedRanges:
     def __init__(self, item: InputFile) -> None:
         self.item = item
         self._log = LogJoin()
-        self._others = _OtherLines(item.display)
+        self._others = OtherLines(item.display)
 
     def add(self, part: RangePart) -> list[Event]:
         """Joins `part`; returns its records, line numbers the file's (none after the reading ended)."""
@@ -231,7 +161,7 @@ class JoinedRanges:
         return parsed
 
 
-def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLines) -> ParsedInput:
+def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines) -> ParsedInput:
     parsed = ParsedInput(source, log)
     parsed.topologies = others.topology.finish()
     parsed.benchmarks = others.tests.finish()
@@ -252,7 +182,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: _OtherLine
     return parsed
 
 
-def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: _OtherLines) -> None:
+def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: OtherLines) -> None:
     res = parsed.log
     source.lines = stats.lines
     source.bytes = stats.bytes
@@ -309,7 +239,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.problems.append(f"nothing arrived before {source.stopped}" if source.stopped else "empty input")
 
 
-def _truncation(source: Source, res: LogResult, others: _OtherLines, stats: ReadStats) -> None:
+def _truncation(source: Source, res: LogResult, others: OtherLines, stats: ReadStats) -> None:
     """Say when the input visibly stops early (so that a rank 'stuck' in init may just be cut off)."""
     if res.last is not None:
         line_no, kind = res.last

@@ -30,6 +30,15 @@ class P2pMatrixReader:
         self._matrix: P2pMatrix | None = None
         self._capability: str | None = None
 
+    # what a line must hold for feed() to do anything while not busy: the command, a row, a legend line
+    HINT_WORDS = ("nvidia-smi", "GPU")
+    HINT_START = r"(?:X|OK|CNS|GNS|TNS|NS|DR|U)\s+=\s"
+
+    @property
+    def busy(self) -> bool:
+        """Inside a matrix: the first other line ends it."""
+        return self._matrix is not None
+
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is a P2P matrix row or legend line (then no other reader needs it)."""
         body = text.strip()

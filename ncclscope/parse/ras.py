@@ -51,6 +51,13 @@ class RasReader:
         self._dead = False
         self._in_job = False  # under "Job summary": the next row of numbers is the job's
 
+    HINT_WORDS: tuple[str, ...] = ()  # what a line must hold for feed() to do anything while not busy: START_RE
+    HINT_START = START_RE.pattern[1:]
+
+    @property
+    def busy(self) -> bool:
+        return self._report is not None
+
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is part of a report (then no other reader needs it)."""
         body = text.strip()

@@ -26,6 +26,9 @@ SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: sta
 RANGES_PER_WORKER = 4
 RANGE_MIN_BYTES = 16 * 1024 * 1024
 OTHER_LINES_KEEP = 2_000_000  # lines a range holds for the other readers; a file of mostly other text is read whole
+# a range's first lines, all kept for the other readers: a matrix, table or report begun in the range before
+# goes on in them (an nvidia-smi -q report of 8 GPUs is some 2,500 lines)
+LEAD_LINES_KEPT = 10_000
 
 
 @dataclass
@@ -95,20 +98,41 @@ def _shape_book(path: str) -> ShapeBook:
     return _BOOK[1]
 
 
+class RangeKeeper:
+    """Keeps a range's other lines for the readers that read them after the join. A line no reader wants
+    while none waits on the next line need not be kept (other_lines.py); whether one waits is known here
+    from readers of this range's own kept lines, and is not known for the range's first lines (a table
+    may go on from the range before), which are all kept."""
+
+    def __init__(self, part: RangePart, display: str) -> None:
+        from ncclscope.parse.other_lines import OtherLines  # the workers fork before the readers load
+
+        self._part = part
+        self._readers = OtherLines(display)  # only their state is used: the readers after the join read
+        self.hints = self._readers.hints
+        self._lead = LEAD_LINES_KEPT
+
+    @property
+    def busy(self) -> bool:
+        return self._lead > 0 or self._readers.busy
+
+    def __call__(self, line_no: int, text: str) -> None:
+        part = self._part
+        if len(part.other) >= OTHER_LINES_KEEP:
+            part.too_much_other = True
+            return
+        part.other.append((line_no, text))
+        if self._lead > 0:
+            self._lead -= 1
+        self._readers(line_no, text)
+
+
 def parse_range(item: InputFile) -> RangePart:
     """One byte range of a large file (`item.span`): its NCCL records, and its other lines kept in order
     for the readers that follow tables across lines (see above)."""
     stats = ReadStats()
     part = RangePart(LogResult(), stats)
-    other = part.other
-
-    def keep(line_no: int, text: str) -> None:
-        if len(other) < OTHER_LINES_KEEP:
-            other.append((line_no, text))
-        else:
-            part.too_much_other = True
-
-    log = NcclLogParser(keep, _shape_book(item.path))
+    log = NcclLogParser(RangeKeeper(part, item.display), _shape_book(item.path))
     junk = JunkSkipper()
     for block, first_line in iter_blocks(item, stats):
         # a range's other lines are read by the readers later, in order: a block is skipped only while this

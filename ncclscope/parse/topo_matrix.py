@@ -123,6 +123,13 @@ class TopologyReader:
     # ------------------------------------------------------------------------------------------
     # The interface
 
+    HINT_WORDS = ("GPU", "nvidia-smi")  # what _try_header looks for: outside a matrix, other lines change nothing
+    HINT_START = ""
+
+    @property
+    def busy(self) -> bool:
+        return self._open is not None
+
     def feed(self, lineno: int, text: str) -> bool:
         """One physical line (1-based lineno). Returns True when the line belongs to a matrix
         (header, row, legend, NIC legend, blank line inside the block)."""

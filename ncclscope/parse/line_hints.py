@@ -1,0 +1,64 @@
+"""The one cheap test that lets a line no reader wants cost nothing (other_lines.py says why it holds).
+
+Each reader of the lines that are not NCCL's says what a line must hold for it to do anything while it
+waits on no line (HINT_WORDS anywhere, HINT_START where the line begins after a launcher's prefix and
+white space). Here they are joined: the words are searched in whole blocks (word_scan.py, from
+nccl_log.py), the patterns tried at each line's start. Kept apart from the readers so that the NCCL log
+parser, which the byte-range workers load before anything else, loads none of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Protocol
+
+from ncclscope.parse.normalize import LAUNCHER_PREFIX_RE
+
+# The one cheap test is made; the tests turn it off to show that it changes no result
+CHEAP_TEST = True
+# Read the long way whatever else they hold: what clean() drops (an escape or a NUL byte could split a word),
+# a replacement character (counted as invalid UTF-8); and a line that is an elision.
+OWN_WORDS = ("\x00", "\x1b", "\ufffd")
+# A line that only says lines were left out where it stands
+ELISIONS = frozenset({"...", "....", "\u2026", "[...]", "[\u2026]", "<snip>", "[snip]", "(...)", "[... truncated ...]"})
+OWN_START = "|".join(re.escape(elision) for elision in sorted(ELISIONS, key=len, reverse=True))
+# the white space that str.strip() removes before a reader's own test at a line's start (the pattern is
+# written in characters and searched in UTF-8 bytes)
+STRIPPED = "(?:\\s|[\x1c-\x1f]|\u0085|\u00a0)*"
+
+
+@dataclass(frozen=True)
+class OtherHints:
+    """What any of the readers may want in a line that no reader waits on: words (UTF-8 bytes, looked for
+    in a whole block at once) and the patterns that a line's start is matched against."""
+
+    words: tuple[bytes, ...]
+    start: Callable[[bytes], re.Match[bytes] | None]
+
+    def wanted(self, line: bytes) -> bool:
+        """The test for one line (where a block is not searched at once)."""
+        return any(word in line for word in self.words) or self.start(line) is not None
+
+
+class LineSink(Protocol):
+    """Where the NCCL log parser sends the lines that are not NCCL's, when it says what its readers want."""
+
+    hints: OtherHints
+
+    @property
+    def busy(self) -> bool: ...
+
+    def __call__(self, line_no: int, text: str) -> None: ...
+
+
+@cache
+def other_hints(readers: tuple[Any, ...]) -> OtherHints:
+    """The hints of `readers` (classes with HINT_WORDS and HINT_START, other_lines.READERS) and our own."""
+    words = tuple(dict.fromkeys(w.encode() for r in readers for w in r.HINT_WORDS))
+    words += tuple(w.encode() for w in OWN_WORDS)
+    starts = "|".join(f"(?:{start})" for start in [*(r.HINT_START for r in readers), OWN_START] if start)
+    pattern = rf"(?:{LAUNCHER_PREFIX_RE.pattern})*{STRIPPED}(?:{starts})"
+    return OtherHints(words, re.compile(pattern.encode()).match)

@@ -1,0 +1,111 @@
+"""Issue 42: a line that no reader wants costs nothing (parse/line_hints.py, word_scan.py). That must change
+no result: every fixture, every corpus paste and the benchmark's generated logs of other text give the same
+Case with the cheap test as without it, read by one process and in byte ranges."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from ncclscope.case.read import read_case
+from ncclscope.inputs.opening import InputFile
+from ncclscope.parse import line_hints, split, workers
+from ncclscope.parse.word_scan import WordScan
+
+from conftest import REPO
+
+FIXTURES = REPO / "fixtures"
+CORPUS = REPO.parent / "shared" / "corpus"
+BENCH = REPO / "bench"
+
+
+def _case(paths: list[str], cheap: bool, jobs: int = 1) -> dict:
+    line_hints.CHEAP_TEST = cheap
+    try:
+        return read_case(paths, jobs=jobs).case.model_dump()
+    finally:
+        line_hints.CHEAP_TEST = True
+
+
+def _text_files(folder: Path) -> list[Path]:
+    return sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix in (".log", ".txt", ".md") and p.stat().st_size
+    )
+
+
+def test_every_fixture_gives_the_same_case_with_the_cheap_test_and_without() -> None:
+    files = _text_files(FIXTURES)
+    assert len(files) > 150
+    for path in files:
+        assert _case([str(path)], True) == _case([str(path)], False), path
+
+
+def test_every_corpus_paste_gives_the_same_case_with_the_cheap_test_and_without() -> None:
+    if not CORPUS.is_dir():
+        pytest.skip(f"the corpus is not beside the repository ({CORPUS})")
+    files = _text_files(CORPUS)
+    assert len(files) > 100
+    for path in files:
+        assert _case([str(path)], True) == _case([str(path)], False), path
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """2 MB of each profile of other text the benchmark makes (bench/job_output.py), three seeds each."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import generate_log
+
+        out = tmp_path_factory.mktemp("generated")
+        made = {}
+        for profile in generate_log.OTHER_PROFILES:
+            for seed in (1, 2, 3):
+                path = out / f"{profile}-{seed}.log"
+                generate_log.generate(str(path), 2 << 20, seed=seed, profile=profile)
+                made[f"{profile}-{seed}"] = path
+    finally:
+        sys.path.remove(str(BENCH))
+    return made
+
+
+def test_the_generated_logs_of_other_text_give_the_same_case_with_the_cheap_test_and_without(
+    generated: dict[str, Path],
+) -> None:
+    for name, path in generated.items():
+        assert _case([str(path)], True) == _case([str(path)], False), name
+
+
+def test_byte_ranges_with_the_cheap_test_give_the_case_one_process_gives_without_it(
+    generated: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A range keeps only the lines some reader may want (and all of its first lines): joined, they give
+    what one process reading every line gives."""
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1 << 16)
+    monkeypatch.setattr(split, "LEAD_LINES_KEPT", 50)
+    for name in ("stdout-1", "jobs-2", "crashloop-3"):
+        path = str(generated[name])
+        assert len(workers.tasks([InputFile(path, path)], 2)) > 2  # read in ranges
+        assert _case([path], True, jobs=2) == _case([path], False, jobs=1), name
+    mixed = [str(p) for p in _text_files(FIXTURES / "nccl_tests") + _text_files(FIXTURES / "topo")]
+    joined = Path(generated["stdout-1"]).with_name("joined.log")
+    joined.write_bytes(b"".join(Path(p).read_bytes().rstrip(b"\n") + b"\n" for p in mixed) * 3)
+    assert _case([str(joined)], True, jobs=2) == _case([str(joined)], False, jobs=1)
+
+
+def test_a_line_is_found_for_every_word_it_holds_even_where_the_words_overlap() -> None:
+    """The words with an upper-case letter are found by one regular expression whose matches do not
+    overlap: a match that hides another word carries its tags."""
+    scan = WordScan({b"NCCL": 2, b"CCL": 1, b"Last error": 2, b"GPU": 4, b"watchdog": 8})
+    lines = [b"xx NCCL yy", b"NCCLast error", b"plain text", b"a GPU and a watchdog", b"CCL"]
+    data = b"\n".join(lines)
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    found = scan.scan(data, starts)
+    assert found[0] & 3 == 3 and found[1] & 3 == 3 and 2 not in found
+    assert found[3] == 12 and found[4] & 1
+    for i, line in enumerate(lines):  # the test of one line finds what the block's search finds for it
+        assert scan.tags(line) & ~found.get(i, 0) == 0, line
