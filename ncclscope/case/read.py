@@ -259,6 +259,7 @@ def _join_ranges(
         else:
             inputs.assembly.give_records(item.display, joined.add(part))
             taken += 1
+            read_whole = joined.unsure
     if read_whole:
         inputs.start_again()
         inputs.add(item, parse_input(item))

@@ -22,13 +22,22 @@ from lark.exceptions import LarkError
 from ncclscope.model import Evidence, FrameworkEvent
 from ncclscope.parse.grammars import load
 
+NCCL_ERRORS = (
+    "UnhandledCudaError",
+    "SystemError",
+    "InternalError",
+    "InvalidArgument",
+    "InvalidUsage",
+    "RemoteError",
+    "Timeout",
+)
 MARKER_RE = re.compile(
     r"(?:Watchdog caught|Caught) collective operation timeout|Timeout at NCCL work"
     r"|(?:failure |Exception (?:\(either an error or timeout\) )?)?detected by watchdog at work"
     r"|Received a dump signal due to a collective timeout"
     r"|ProcessGroupNCCL.s watchdog got stuck for|Heartbeat monitor timed out"
     r"|Some NCCL operations have failed|Process group watchdog thread terminated|NCCL error\b|Last error:"
-    r"|nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError|Timeout):"
+    rf"|nccl(?:{'|'.join(NCCL_ERRORS)}):"
     r"|NCCL communicator was aborted|ProcessGroupNCCL (?:initialization options|environments):"
 )
 # the header a C++ log line begins with (`[E ProcessGroupNCCL.cpp:737] `, `[E424 01:11:21.160832730
@@ -138,7 +147,12 @@ class FrameworkReader:
     _wants_ran: FrameworkEvent | None = None  # a timeout whose "ran for N milliseconds" was wrapped away
 
     # what feed() needs in a line while nothing is pending, and command_line() in any line
-    HINT_WORDS = ("NCCL", "nccl", "atchdog", "Last error", "eartbeat")
+    # (the words feed() tests before MARKER_RE, narrowed to the MARKER_RE forms that hold them: "nccl" alone
+    # is no record, its forms are ncclSystemError: ...; "atchdog" alone makes a wrapped record's first part)
+    HINT_WORDS = (
+        "NCCL", "atchdog", "Last error", "Heartbeat monitor", "Caught collective", "Received a dump signal",
+        *(f"nccl{e}:" for e in NCCL_ERRORS),
+    )  # fmt: skip
     HINT_START = ""
 
     @property

@@ -28,6 +28,10 @@ OWN_START = "|".join(re.escape(elision) for elision in sorted(ELISIONS, key=len,
 # the white space that str.strip() removes before a reader's own test at a line's start (the pattern is
 # written in characters and searched in UTF-8 bytes)
 STRIPPED = "(?:\\s|[\x1c-\x1f]|\u0085|\u00a0)*"
+# what may come before a line's own first words: launcher prefixes taken as strip_launcher_prefix takes them
+# (each the first that matches, never given back: atomic), then white space (possessive); one way to match
+# it, so the pattern after it is tried once per line
+LINE_LEAD = rf"(?>{LAUNCHER_PREFIX_RE.pattern})*+{STRIPPED}+"
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class OtherHints:
 
     words: tuple[bytes, ...]
     start: Callable[[bytes], re.Match[bytes] | None]
+    starts: bytes  # the patterns alone, after what `start` lets come first (nccl_log.py joins them with its own)
 
     def wanted(self, line: bytes) -> bool:
         """The test for one line (where a block is not searched at once)."""
@@ -60,5 +65,5 @@ def other_hints(readers: tuple[Any, ...]) -> OtherHints:
     words = tuple(dict.fromkeys(w.encode() for r in readers for w in r.HINT_WORDS))
     words += tuple(w.encode() for w in OWN_WORDS)
     starts = "|".join(f"(?:{start})" for start in [*(r.HINT_START for r in readers), OWN_START] if start)
-    pattern = rf"(?:{LAUNCHER_PREFIX_RE.pattern})*{STRIPPED}(?:{starts})"
-    return OtherHints(words, re.compile(pattern.encode()).match)
+    pattern = rf"{LINE_LEAD}(?:{starts})"
+    return OtherHints(words, re.compile(pattern.encode()).match, starts.encode())

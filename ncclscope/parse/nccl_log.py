@@ -45,7 +45,7 @@ from ncclscope.parse.fields import (
     spans_of,
     transport_of,
 )
-from ncclscope.parse.line_hints import LineSink, OtherHints
+from ncclscope.parse.line_hints import LINE_LEAD, LineSink, OtherHints
 from ncclscope.parse.log_records import (
     DAMAGED_REASONS,
     FRAGMENT_REASON,
@@ -63,7 +63,6 @@ from ncclscope.parse.moves import coarse_template, event_of, moved_shape, unique
 from ncclscope.parse.normalize import (
     CUT_MARKER_RE,
     CUT_PREFIX_RE,
-    LAUNCHER_PREFIX_RE,
     clean,
     find_records,
     strip_launcher_prefix,
@@ -132,7 +131,7 @@ FRAGMENT_RE = re.compile(
 
 # What any line that can hold NCCL's text has somewhere: the level marker (or what a cut left of it), what
 # FRAGMENT_RE looks for, an escape or a NUL byte that clean() would drop before reading. A line without any,
-# and without a bare message's first words at its start (maybe_bare), is other programs' text: it goes to
+# and without a bare message's first words at its start (line_start), is other programs' text: it goes to
 # the other readers (or nowhere, other_lines.py) with no skeleton, shape or cache entry made for it.
 NCCL_WORDS = (
     b"CCL", b"- Init ", b"commId 0x", b"via P2P/", b"via SHM/", b"via NET/", b"Using network ", b"nRanks ",
@@ -141,12 +140,17 @@ NCCL_WORDS = (
 BLOCK_SEARCH_MIN = 64  # lines of other text in a block from which its words are looked for in one search
 
 
-def maybe_bare() -> Callable[[bytes], re.Match[bytes] | None]:
-    """The test for a line that may be a bare NCCL message (its prefix lost, or cut inside the level
-    marker): a launcher's prefixes, then what a message can begin with (fields.message_start)."""
-    cut = CUT_MARKER_RE.pattern
-    text = rf"(?:{LAUNCHER_PREFIX_RE.pattern})*\s*(?:{cut})?(?:{message_start().pattern})"
-    return re.compile(text.encode("latin-1")).match
+@cache
+def line_start(hints: OtherHints | None) -> Callable[[bytes], re.Match[bytes] | None]:
+    """One match at a line's start (after a launcher's prefixes and white space) for both: what a bare NCCL
+    message can begin with, also where a cut left only the end of its level marker (group `nccl`:
+    fields.message_start), and what the other readers look for there (group `other`: line_hints.py)."""
+    nccl = rf"(?:{CUT_MARKER_RE.pattern})?(?:{message_start().pattern})".encode("latin-1")
+    # the lead matches one way only: NCCL's is tried first where the line's own words begin, then the others'
+    text = LINE_LEAD.encode() + b"(?:(?P<nccl>" + nccl + b")"
+    if hints is not None:
+        text += b"|(?P<other>" + hints.starts + b")"
+    return re.compile(text + b")").match
 
 
 def _valid_utf8(data: bytes) -> bool:
@@ -194,7 +198,6 @@ class NcclLogParser:
         self._cache = shapes.cache
         self._parser = grammar_parser()
         self._message_start = message_start()  # one cheap test before a line is tried as a bare message
-        self._maybe_bare = maybe_bare()
         # the other lines' reader, when it says what its readers want and whether one waits (other_lines.py)
         self._sink: LineSink | None = on_other if isinstance(getattr(on_other, "hints", None), OtherHints) else None  # type: ignore[assignment]
         self._host_ids = shapes.host_ids
@@ -282,25 +285,34 @@ class NcclLogParser:
 
     def _sort_out(self, data: bytes, lines: list[bytes], rest: list[int]) -> tuple[set[int], set[int]]:
         """Of the lines no template reads: those that may hold NCCL's text, and those that no other reader
-        wants unless one waits on the next line (other_lines.py). Found by one search of the block per word
-        where there are many such lines; none is quiet in a block that is not valid UTF-8 (its lines are
-        counted by the reader)."""
+        wants unless one waits on the next line (other_lines.py). Found by one search of those lines per word
+        where there are many; none is quiet in a block that is not valid UTF-8 (its lines are counted by the
+        reader)."""
         if not line_hints.CHEAP_TEST:
             return set(rest), set()
-        bare = self._maybe_bare
         sink = self._sink
-        scan = _word_scan(sink.hints if sink is not None else None)
+        hints = sink.hints if sink is not None else None
+        scan = _word_scan(hints)
+        start = line_start(hints)
         if len(rest) >= BLOCK_SEARCH_MIN:
-            starts = [0, *accumulate(len(line) + 1 for line in lines)][:-1]
-            found = scan.scan(data, starts)
-            tags = [found.get(i, 0) for i in rest]
+            # those lines alone, joined: the lines templates read (NCCL's, mostly) would only be found again
+            sub = [lines[i] for i in rest]
+            found = scan.scan(b"\n".join(sub), [0, *accumulate(len(line) + 1 for line in sub)][:-1])
+            tags = [found.get(k, 0) for k in range(len(rest))]
         else:
             tags = [scan.tags(lines[i]) for i in rest]
-        maybe = {i for i, t in zip(rest, tags, strict=True) if t & 1 or bare(lines[i])}
-        if sink is None:
-            return maybe, set()
-        start = sink.hints.start
-        quiet = {i for i, t in zip(rest, tags, strict=True) if not t & 2 and i not in maybe and not start(lines[i])}
+        maybe: set[int] = set()
+        quiet: set[int] = set()
+        for i, tag in zip(rest, tags, strict=True):
+            if tag & 1:
+                maybe.add(i)
+                continue
+            opening = start(lines[i])
+            if opening is None:
+                if not tag & 2 and hints is not None:
+                    quiet.add(i)
+            elif opening["nccl"] is not None:
+                maybe.add(i)
         if quiet and not _valid_utf8(data):
             quiet = set()
         return maybe, quiet

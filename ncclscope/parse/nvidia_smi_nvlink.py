@@ -43,13 +43,14 @@ class NvidiaSmiNvlinkReader:
             for first, count in self._orphans
         ] + [f"line {line}: an NVLink line of GPU {gpu} is cut or damaged; not read" for line, gpu in self._damaged]
 
-    HINT_WORDS = ("GPU",)  # outside a listing only a GPU line (alone or glued) is read; link lines need one first
-    HINT_START = ""
+    # a GPU line (alone or glued) anywhere; under a GPU, link lines and link lines cut short ("L", "Lin")
+    HINT_WORDS = ("GPU",)
+    HINT_START = "L"
 
     @property
     def busy(self) -> bool:
-        """Within or right after a listing (its state changes on every line then)."""
-        return self._gpu is not None or self._after or self._in_orphans
+        """Right after the listing's own lines: the next line, whatever it holds, resets what they set."""
+        return self._after or self._in_orphans
 
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is nvidia-smi nvlink's (then no other reader needs it)."""

@@ -138,6 +138,7 @@ class JoinedRanges:
         self.item = item
         self._log = LogJoin()
         self._others = OtherLines(item.display)
+        self.unsure = False  # the other lines kept by a range may not hold all a reader needed: read it whole
 
     def add(self, part: RangePart) -> list[Event]:
         """Joins `part`; returns its records, line numbers the file's (none after the reading ended)."""
@@ -147,6 +148,8 @@ class JoinedRanges:
         if offset is not None:
             for line_no, text in part.other:
                 self._others(line_no + offset, text)
+                if line_no == part.lead_end and self._others.busy:
+                    self.unsure = True  # something begun before the range goes on past the lines it kept
         part.other.clear()
         return events
 

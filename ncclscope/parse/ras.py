@@ -56,6 +56,7 @@ class RasReader:
 
     @property
     def busy(self) -> bool:
+        """Inside a report (its lines begin with digits and words of every kind)."""
         return self._report is not None
 
     def feed(self, line_no: int, text: str) -> bool:

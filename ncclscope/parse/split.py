@@ -26,9 +26,9 @@ SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: sta
 RANGES_PER_WORKER = 4
 RANGE_MIN_BYTES = 16 * 1024 * 1024
 OTHER_LINES_KEEP = 2_000_000  # lines a range holds for the other readers; a file of mostly other text is read whole
-# a range's first lines, all kept for the other readers: a matrix, table or report begun in the range before
-# goes on in them (an nvidia-smi -q report of 8 GPUs is some 2,500 lines)
-LEAD_LINES_KEPT = 10_000
+# a range's first other lines, all kept for the other readers: a matrix, table or report begun in the range
+# before goes on in them; where one still goes on after them, the file is read whole (case/read.py)
+LEAD_LINES_KEPT = 1_000
 
 
 @dataclass
@@ -39,6 +39,7 @@ class RangePart:
     stats: ReadStats
     other: list[tuple[int, str]] = field(default_factory=list)
     too_much_other: bool = False
+    lead_end: int | None = None  # the last of the range's first other lines, all kept (RangeKeeper); None: all were
     skipped_lines: int = 0  # lines of blocks that hold nothing any reader takes (parse/junk.py)
 
 
@@ -104,13 +105,13 @@ class RangeKeeper:
     from readers of this range's own kept lines, and is not known for the range's first lines (a table
     may go on from the range before), which are all kept."""
 
-    def __init__(self, part: RangePart, display: str) -> None:
+    def __init__(self, part: RangePart, display: str, first_line_at: int) -> None:
         from ncclscope.parse.other_lines import OtherLines  # the workers fork before the readers load
 
         self._part = part
         self._readers = OtherLines(display)  # only their state is used: the readers after the join read
         self.hints = self._readers.hints
-        self._lead = LEAD_LINES_KEPT
+        self._lead = LEAD_LINES_KEPT if first_line_at > 0 else 0  # the file's first range follows nothing
 
     @property
     def busy(self) -> bool:
@@ -124,6 +125,8 @@ class RangeKeeper:
         part.other.append((line_no, text))
         if self._lead > 0:
             self._lead -= 1
+            if not self._lead:
+                part.lead_end = line_no
         self._readers(line_no, text)
 
 
@@ -132,7 +135,8 @@ def parse_range(item: InputFile) -> RangePart:
     for the readers that follow tables across lines (see above)."""
     stats = ReadStats()
     part = RangePart(LogResult(), stats)
-    log = NcclLogParser(RangeKeeper(part, item.display), _shape_book(item.path))
+    span_start = item.span[0] if item.span is not None else 0
+    log = NcclLogParser(RangeKeeper(part, item.display, span_start), _shape_book(item.path))
     junk = JunkSkipper()
     for block, first_line in iter_blocks(item, stats):
         # a range's other lines are read by the readers later, in order: a block is skipped only while this
