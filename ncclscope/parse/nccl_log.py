@@ -133,9 +133,8 @@ FRAGMENT_RE = re.compile(
 # FRAGMENT_RE looks for, an escape or a NUL byte that clean() would drop before reading. A line without any,
 # and without a bare message's first words at its start (line_start), is other programs' text: it goes to
 # the other readers (or nowhere, other_lines.py) with no skeleton, shape or cache entry made for it.
-NCCL_WORDS = (
-    b"CCL", b"- Init ", b"commId 0x", b"via P2P/", b"via SHM/", b"via NET/", b"Using network ", b"nRanks ",
-    b"\x00", b"\x1b",
+NCCL_WORDS = (  # (and b"CCL", looked for first, line by line: NCCL's own lines are the most of many logs)
+    b"- Init ", b"commId 0x", b"via P2P/", b"via SHM/", b"via NET/", b"Using network ", b"nRanks ", b"\x00", b"\x1b",
 )  # fmt: skip
 BLOCK_SEARCH_MIN = 64  # lines of other text in a block from which its words are looked for in one search
 
@@ -294,16 +293,21 @@ class NcclLogParser:
         hints = sink.hints if sink is not None else None
         scan = _word_scan(hints)
         start = line_start(hints)
-        if len(rest) >= BLOCK_SEARCH_MIN:
-            # those lines alone, joined: the lines templates read (NCCL's, mostly) would only be found again
-            sub = [lines[i] for i in rest]
-            found = scan.scan(b"\n".join(sub), [0, *accumulate(len(line) + 1 for line in sub)][:-1])
-            tags = [found.get(k, 0) for k in range(len(rest))]
-        else:
-            tags = [scan.tags(lines[i]) for i in rest]
         maybe: set[int] = set()
+        others: list[int] = []  # the lines without NCCL's name: the only ones searched for the other words
+        for i in rest:
+            if b"CCL" in lines[i]:
+                maybe.add(i)
+            else:
+                others.append(i)
+        if len(others) >= BLOCK_SEARCH_MIN:
+            sub = [lines[i] for i in others]  # those lines alone, joined
+            found = scan.scan(b"\n".join(sub), [0, *accumulate(len(line) + 1 for line in sub)][:-1])
+            tags = [found.get(k, 0) for k in range(len(others))]
+        else:
+            tags = [scan.tags(lines[i]) for i in others]
         quiet: set[int] = set()
-        for i, tag in zip(rest, tags, strict=True):
+        for i, tag in zip(others, tags, strict=True):
             if tag & 1:
                 maybe.add(i)
                 continue
