@@ -213,7 +213,7 @@ def _pool_results(tasks: list[InputFile], count: int) -> Generator[ParsedInput |
     finished = False
     try:
         while futures:
-            future = futures.popleft()  # the result is the reader's to keep or to let go
+            future = pool.take()  # the result is the reader's to keep or to let go
             try:
                 with interrupts.waiting_for_input():  # a stop request ends the wait at once
                     result = future.result()
@@ -221,7 +221,7 @@ def _pool_results(tasks: list[InputFile], count: int) -> Generator[ParsedInput |
                 kept = [
                     f.result() if f.done() and not f.cancelled() and f.exception() is None else None
                     for f in [future, *futures]
-                ]
+                ] + [None] * len(pool.waiting)  # never given out
                 workers.stop(pool)
                 finished = True
                 yield from kept

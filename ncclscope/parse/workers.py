@@ -19,7 +19,7 @@ import signal
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from ncclscope.parse.one_input import ParsedInput
 
+AHEAD = 2  # tasks per worker given out ahead of the reader (one being done, one done and waiting)
 # options of the reading commands (parse, analyze, report) followed by a value, not by an input
 VALUE_OPTIONS = frozenset({"-f", "--format", "-o", "--output", "--select", "--ignore", "--fail-on", "--idle"})
 NOT_IN_RANGES = frozenset({"--follow", "-F", "--redact", "--help", "-h"})  # read another way, or not at all
@@ -39,10 +40,21 @@ NOT_IN_RANGES = frozenset({"--follow", "-F", "--redact", "--help", "-h"})  # rea
 
 @dataclass
 class Pool:
-    """Worker processes and the futures of their tasks, in task order."""
+    """Worker processes and the futures of their tasks, in task order. Only so many tasks are given to the
+    workers ahead of the reader (AHEAD per worker): when the reader is the slower (a log of many records
+    to walk), the results of every range would wait in its memory; the next task goes out as a result is
+    taken."""
 
     executor: ProcessPoolExecutor
     futures: deque[Future[Any]]
+    waiting: deque[InputFile] = field(default_factory=deque)  # tasks not yet given to a worker
+
+    def take(self) -> Future[Any]:
+        """The next result's future (in task order); one more task goes to the workers."""
+        future = self.futures.popleft()
+        if self.waiting:
+            self.futures.append(self.executor.submit(run_task, self.waiting.popleft()))
+        return future
 
 
 def count(files: list[InputFile], jobs: int | None) -> int:
@@ -106,7 +118,8 @@ def start(work: list[InputFile], workers: int) -> Pool:
     fields.grammar_parser()  # build the grammar once; forked workers inherit it
     _keep_freed_memory()
     executor = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_ctrl_c)
-    return Pool(executor, deque(executor.submit(run_task, task) for task in work))
+    ahead = workers * AHEAD
+    return Pool(executor, deque(executor.submit(run_task, task) for task in work[:ahead]), deque(work[ahead:]))
 
 
 def stop(pool: Pool) -> None:
