@@ -249,3 +249,33 @@ def test_a_file_of_mostly_other_text_is_read_whole_after_its_first_ranges_were_w
     parallel = read_case([str(target)], jobs=2)
     assert started_again == [1]
     assert parallel.case.model_dump() == serial.case.model_dump()
+
+
+def test_workers_are_given_only_a_few_tasks_ahead_of_the_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: a reader slower than its workers held every range's results at once (1.1 GB for a 1 GB
+    crash loop). The pool gives out two tasks per worker and one more as each result is taken; every
+    task's result still comes, in order."""
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
+    target = tmp_path / "log.log"
+    target.write_bytes(
+        b"".join(
+            (FIXTURES / "nccl" / name).read_bytes()
+            for name in sorted(p.name for p in (FIXTURES / "nccl").glob("v2_*.log"))
+        )
+    )
+    work = workers.tasks([InputFile(str(target), str(target))], 2)
+    assert len(work) == 2 * split.RANGES_PER_WORKER
+    pool = workers.start(work, 2)
+    try:
+        assert len(pool.futures) == 2 * workers.AHEAD and len(pool.waiting) == len(work) - 2 * workers.AHEAD
+        results = []
+        while pool.futures:
+            assert len(pool.futures) <= 2 * workers.AHEAD
+            results.append(pool.take().result())
+        assert len(results) == len(work) and not pool.waiting
+    finally:
+        pool.executor.shutdown(wait=True)
+    assert read_case([str(target)], jobs=2).case.model_dump() == read_case([str(target)], jobs=1).case.model_dump()
