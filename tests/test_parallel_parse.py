@@ -279,3 +279,20 @@ def test_workers_are_given_only_a_few_tasks_ahead_of_the_reader(
     finally:
         pool.executor.shutdown(wait=True)
     assert read_case([str(target)], jobs=2).case.model_dump() == read_case([str(target)], jobs=1).case.model_dump()
+
+
+def test_a_last_error_quoted_across_ranges_is_read_without_keeping_every_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: the reader kept every record of a file to find the NCCL text after a framework's `Last
+    error:` at the end (a 1 GB crash loop took 1.1 GB). The text is now found as each range is joined,
+    whichever range holds it; the Case is the one a single reader makes."""
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(split, "RANGE_MIN_BYTES", 1)
+    framework = (FIXTURES / "framework" / "torch23_nccl_error_last_error.log").read_bytes()
+    filler = (FIXTURES / "nccl" / "v2_21_multinode_ib_merged.log").read_bytes()
+    target = tmp_path / "job.log"
+    target.write_bytes((filler + framework) * 6)
+    outcome = read_both_ways(target, 2)
+    quoted = [e.text for e in outcome.case.framework if e.kind == "last_error"]
+    assert len(quoted) == 12 and all(t.startswith("socketStartConnect: Connect to 10.42.7.19<51277>") for t in quoted)

@@ -14,7 +14,7 @@ from ncclscope.case.building import Builder
 from ncclscope.case.connections import EDGE_LIMIT, add_connections, edge_models
 from ncclscope.case.facts import as_int, evidence_of
 from ncclscope.case.hang_progress import collective_progress
-from ncclscope.case.records import RecordWalk, last_error_texts, process_state
+from ncclscope.case.records import RecordWalk, process_state
 from ncclscope.common.versions import version_from_code
 from ncclscope.model import (
     Case,
@@ -23,6 +23,7 @@ from ncclscope.model import (
     Host,
     Process,
 )
+from ncclscope.parse.framework_log import quote_last_errors
 from ncclscope.parse.log_records import Event
 from ncclscope.parse.normalize import looks_like_host
 from ncclscope.parse.one_input import ParsedInput
@@ -85,7 +86,7 @@ class Assembly:
         parsed.source.truncated.extend(builder.damaged.pop(parsed.source.path, ()))
         if more := builder.damaged_more.pop(parsed.source.path, 0):
             parsed.source.truncated.append(f"{more} more such record{'s' if more > 1 else ''}")
-        last_error_texts(parsed, walk.given)
+        quote_last_errors(parsed.framework, parsed.log.events)  # an input read whole (ranges: as they are joined)
         parsed.log.events = []  # assembled: the memory goes to the next input and to the output
         add_connections(parsed, self._summary, self._edges)
 

@@ -25,7 +25,7 @@ from ncclscope.model import (
     SocketFailure,
     SysfsUnreadable,
 )
-from ncclscope.parse.log_records import Event
+from ncclscope.parse.log_records import Event, message_text
 
 FACTS_LIMIT = 5000  # facts kept per kind; the rest are counted in Case.facts_capped
 # A handler yields (kind, builder): the fact is built only while its kind has room, so a log of a
@@ -75,16 +75,6 @@ def without_port(address: str | None) -> str | None:
         return None
     head, bracket, _ = str(address).partition("<")
     return head if bracket else str(address)
-
-
-def message_text(e: Event) -> str:
-    """The record's message: what follows `NCCL <LEVEL> ` (the whole text of a bare message)."""
-    text = e.text
-    marker = text.find(" NCCL ")
-    if marker < 0:
-        return text.strip()
-    level_end = text.find(" ", marker + 6)
-    return text[level_end + 1 :].strip() if level_end > 0 else ""
 
 
 def _origin(e: Event) -> dict[str, Any]:

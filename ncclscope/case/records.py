@@ -12,7 +12,7 @@ from typing import Any
 
 from ncclscope.case import facts
 from ncclscope.case.building import Builder, ProcessState
-from ncclscope.case.facts import as_int, evidence_of, listed, message_text
+from ncclscope.case.facts import FACTS_LIMIT, as_int, evidence_of, listed
 from ncclscope.model import (
     CommRank,
     Communicator,
@@ -25,9 +25,7 @@ from ncclscope.model import (
     SystemTopology,
     TuningChoice,
 )
-from ncclscope.parse.log_records import CONTAINER_FAMILIES, Event
-from ncclscope.parse.normalize import strip_launcher_prefix
-from ncclscope.parse.one_input import ParsedInput
+from ncclscope.parse.log_records import CONTAINER_FAMILIES, Event, message_text
 
 WARNINGS_PER_FAMILY = 200
 
@@ -129,13 +127,11 @@ class RecordWalk:
     def __init__(self, b: Builder, path: str) -> None:
         self.b = b
         self.path = path
-        self.given: list[Event] = []
         self._states: dict[tuple[str | None, int | None], ProcessState] = {}
         self._waiting: list[Event] | None = None  # records after the first that lost its host name
 
     def give(self, events: list[Event]) -> None:
         events = sorted(events, key=_line_of)
-        self.given.extend(events)
         if self._waiting is not None:
             self._waiting.extend(events)
             return
@@ -169,18 +165,6 @@ class RecordWalk:
 
 def _line_of(event: Event) -> int:
     return event.line
-
-
-def last_error_texts(parsed: ParsedInput, events: list[Event]) -> None:
-    """A framework's `Last error:` whose text, on the next line, is NCCL's WARN text: the log reader
-    read that line as an NCCL message, so the framework reader never saw it."""
-    waiting = {e.evidence.line + 1: e for e in parsed.framework if e.kind == "last_error" and not e.text}
-    if not waiting:
-        return
-    for event in events:
-        quoted = waiting.get(event.line)
-        if quoted is not None:
-            quoted.text = strip_launcher_prefix(message_text(event))[1].strip()
 
 
 def process_state(b: Builder, path: str, host: str | None, pid: int | None) -> ProcessState:
@@ -674,6 +658,10 @@ def _on_error_trace(b: Builder, s: ProcessState, e: Event, path: str) -> None:
     chain = s.trace
     # one chain = consecutive "-> N" lines of one thread
     if chain is None or s.trace_tid != e.tid or e.line - s.trace_line > 3 or chain.result != result:
+        if len(b.case.error_traces) >= FACTS_LIMIT:  # a crash loop's chains, again and again: counted
+            b.case.facts_capped["error_traces"] = b.case.facts_capped.get("error_traces", 0) + 1
+            s.trace = None
+            return
         chain = ErrorTrace(
             host=e.host,
             pid=e.pid,

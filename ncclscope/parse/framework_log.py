@@ -21,6 +21,8 @@ from lark.exceptions import LarkError
 
 from ncclscope.model import Evidence, FrameworkEvent
 from ncclscope.parse.grammars import load
+from ncclscope.parse.log_records import Event, message_text
+from ncclscope.parse.normalize import strip_launcher_prefix
 
 NCCL_ERRORS = (
     "UnhandledCudaError",
@@ -276,3 +278,17 @@ class FrameworkReader:
             return
         self.events.append(event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip())))
         self.cut.append(line_no)
+
+
+def quote_last_errors(events: list[FrameworkEvent], records: list[Event]) -> None:
+    """A framework's `Last error:` whose text, on the next line, is NCCL's WARN text: the log reader
+    read that line as an NCCL message, so the framework reader never saw it. Called with the records of
+    each range as it is joined (the `Last error:` line comes first: its event is known by then), or with
+    all the records of an input read whole: no record is kept for it."""
+    waiting = {e.evidence.line + 1: e for e in events if e.kind == "last_error" and not e.text}
+    if not waiting:
+        return
+    for record in records:
+        quoted = waiting.get(record.line)
+        if quoted is not None:
+            quoted.text = strip_launcher_prefix(message_text(record))[1].strip()

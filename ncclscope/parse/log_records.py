@@ -353,3 +353,13 @@ def understood(records: list[RecordShape]) -> bool:
     cut right after its prefix holds nothing to understand; it is counted apart)."""
     messages = [r for r in records if r.level != "CUT"]
     return bool(messages) and all(r.family is not None for r in messages)
+
+
+def message_text(e: Event) -> str:
+    """The record's message: what follows `NCCL <LEVEL> ` (the whole text of a bare message)."""
+    text = e.text
+    marker = text.find(" NCCL ")
+    if marker < 0:
+        return text.strip()
+    level_end = text.find(" ", marker + 6)
+    return text[level_end + 1 :].strip() if level_end > 0 else ""

@@ -33,6 +33,7 @@ from ncclscope.model import (
     UnrecognizedLine,
 )
 from ncclscope.parse import flight_recorder, nccl_xml, ras, sniff
+from ncclscope.parse.framework_log import quote_last_errors
 from ncclscope.parse.junk import JunkSkipper
 from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, Event, LogResult
 from ncclscope.parse.nccl_log import NcclLogParser
@@ -150,6 +151,7 @@ class JoinedRanges:
                 self._others(line_no + offset, text)
                 if line_no == part.lead_end and self._others.busy:
                     self.unsure = True  # something begun before the range goes on past the lines it kept
+            quote_last_errors(self._others.framework.events, events)
         part.other.clear()
         return events
 

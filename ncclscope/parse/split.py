@@ -25,6 +25,7 @@ SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: sta
 # than its end, so equal halves leave one worker idle; the pool hands out ranges as workers free up.
 RANGES_PER_WORKER = 4
 RANGE_MIN_BYTES = 16 * 1024 * 1024
+RANGE_MAX_BYTES = 32 * 1024 * 1024  # a range's records wait whole for the reader: a 1 GB file is 32 ranges
 OTHER_LINES_KEEP = 2_000_000  # lines a range holds for the other readers; a file of mostly other text is read whole
 # a range's first other lines, all kept for the other readers: a matrix, table or report begun in the range
 # before goes on in them; where one still goes on after them, the file is read whole (case/read.py)

@@ -75,7 +75,11 @@ def tasks(files: list[InputFile], workers: int) -> list[InputFile]:
     per_file = max(1, workers // max(1, len(files)))  # several large files: each gets its share of workers
     for item in files:
         if per_file > 1 and can_split(item):
-            spans = byte_ranges(item.path, per_file * split.RANGES_PER_WORKER, split.RANGE_MIN_BYTES, per_file)
+            # several ranges per worker, and none larger than RANGE_MAX_BYTES: a range's records wait in
+            # memory until the reader walks them
+            size = os.path.getsize(item.path)
+            parts = max(per_file * split.RANGES_PER_WORKER, -(-size // split.RANGE_MAX_BYTES))
+            spans = byte_ranges(item.path, parts, split.RANGE_MIN_BYTES, per_file)
             made.extend(InputFile(item.path, item.display, span) for span in spans)
         else:
             made.append(item)
