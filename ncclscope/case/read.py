@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -180,7 +181,8 @@ def _read_all(
                 if interrupts.requested() is not None:
                     unread.append(item.display)
                 else:
-                    inputs.add(item, parse_input(item, progress))
+                    walk = partial(inputs.assembly.give_records, item.display)  # as each block is read
+                    inputs.add(item, parse_input(item, progress, walk))
             return inputs.assembly.finish(), unread
         tasks = workers.tasks(files, count)
         results = _pool_results(tasks, count)

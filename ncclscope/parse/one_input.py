@@ -92,9 +92,15 @@ LISTINGS = {
 }
 
 
-def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) -> ParsedInput:
+def parse_input(
+    item: InputFile,
+    progress: Callable[[int], None] | None = None,
+    records: Callable[[list[Event]], None] | None = None,
+) -> ParsedInput:
     """Parse one input completely. Never raises for bad content; problems go to Source.problems.
-    `progress` is called with the size of each block of text read (the TUI's progress bar)."""
+    `progress` is called with the size of each block of text read (the TUI's progress bar). `records`,
+    where given, takes the NCCL records of each block as it is read (the reader in this process walks them
+    then: a large log's records are not all held until its end); the result holds those not given."""
     source = Source(path=item.display)
     head = read_head(item)
     form = sniff.flight_recorder_dump(head)
@@ -112,6 +118,11 @@ def parse_input(item: InputFile, progress: Callable[[int], None] | None = None) 
         if junk.skip(block, log.result.nccl_lines > 0 or others.found_anything()):
             continue
         log.feed_block(block, first_line)
+        result = log.result
+        if records is not None and result.events:
+            events, result.events = result.events, []
+            quote_last_errors(others.framework.events, events)
+            records(events)
     parsed = _finish(source, stats, log.result, others)
     parsed.source.skipped_lines = junk.skipped_lines
     return parsed
