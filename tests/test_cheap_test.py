@@ -119,3 +119,31 @@ def test_a_line_is_found_for_every_word_it_holds_even_where_the_words_overlap() 
     assert found[3] == 12 and found[4] & 1
     for i, line in enumerate(lines):  # the test of one line finds what the block's search finds for it
         assert scan.tags(line) & ~found.get(i, 0) == 0, line
+
+
+VARIANTS = {  # what terminals, launchers and collectors do to lines (knowledge/real-world-variants.md)
+    "crlf": lambda b: b.replace(b"\n", b"\r\n"),
+    "bom": lambda b: b"\xef\xbb\xbf" + b,
+    "tabs": lambda b: b.replace(b"  ", b"\t"),
+    "ansi": lambda b: b.replace(b"\n", b"\x1b[0m\n"),
+    "nbsp": lambda b: b.replace(b"\n", b"\n\xc2\xa0"),
+    "launcher": lambda b: b"".join(b"[rank3]: " + line + b"\n" for line in b.split(b"\n")),
+    "tmux": lambda b: b.replace(b"\n", b"      [22/1819]\n"),
+    "ray": lambda b: b.replace(b"\n", b" [repeated 3x across cluster]\n"),
+    "backticks": lambda b: b"".join(b"`" + line + b"`\n" for line in b.split(b"\n")),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_the_other_readers_inputs_mangled_give_the_same_case_with_the_cheap_test_and_without(
+    variant: str, tmp_path: Path
+) -> None:
+    """A table, matrix or report whose lines a paste changed: what clean() drops from a line's end (CR, a
+    terminal's trailer) or a launcher puts before it must not hide a line a reader wants (a CRLF nccl-tests
+    table once lost its bare '#' lines)."""
+    files = [p for kind in ("nccl_tests", "topo", "smi", "ib", "framework") for p in _text_files(FIXTURES / kind)]
+    assert len(files) > 40
+    for path in files:
+        mangled = tmp_path / f"{path.stem}.txt"
+        mangled.write_bytes(VARIANTS[variant](path.read_bytes()))
+        assert _case([str(mangled)], True) == _case([str(mangled)], False), (path, variant)

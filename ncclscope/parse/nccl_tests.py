@@ -425,8 +425,10 @@ class NcclTestsReader:
     # what feed() needs in a line to take it: failure lines and the test's command line anywhere; "#" lines
     # and rows (two numbers, then a word) at its start, and the preamble and footer lines of every layout
     HINT_WORDS = ("Test ", "Cuda failure", "NCCL failure", "_perf", "_test")  # what _FAILURE and _INVOCATION need
-    HINT_START = "|".join(  # in the order feed() tries them
-        [f"(?:{_ROW_START.pattern})", f"(?:{_ROW_HEAD.pattern})", f"(?x:{_INFO_START.pattern})"]
+    # (a "#" line whatever follows: what clean() drops from its end, "\r" or a terminal's trailer, would keep
+    # the bare "#" of a section's end from matching)
+    HINT_START = "|".join(
+        [f"(?:{_ROW_START.pattern})", f"(?:{_ROW_HEAD.pattern})", r"[ \t]*\#", f"(?x:{_INFO_START.pattern})"]
     )
 
     @property

@@ -52,7 +52,7 @@ class RasReader:
         self._in_job = False  # under "Job summary": the next row of numbers is the job's
 
     HINT_WORDS: tuple[str, ...] = ()  # what a line must hold for feed() to do anything while not busy: START_RE
-    HINT_START = START_RE.pattern[1:]
+    HINT_START = r"NCCL version \S+ compiled with CUDA|Job summary|Communicators\.\.\."  # (not to its end)
 
     @property
     def busy(self) -> bool:
