@@ -80,21 +80,24 @@ class HostGdr:
         return bool(off) and set(off) <= set(self.on_ranks) and not (self.hca_off or self.flags_off)
 
     def on_nics(self) -> list[str]:
-        by_index = {d.index: d.name for d in self.net.rdma_devices}
-        nics = {e.nic: by_index.get(e.nic, str(e.nic)) for e in self.on_edges if e.nic is not None}
-        return [nics[k] for k in sorted(nics)]
+        return self._nic_names(self.on_edges)
 
     def off_nics(self) -> list[str]:
-        """The NICs of the connections without GDR: their device names where the host listed them, else
-        NCCL's index on NET/IB (said after the word NIC by the message) or the transport's own form."""
+        """The NICs of the connections without GDR, and of the HCAs reported without it."""
+        return list(
+            dict.fromkeys([*self._nic_names(self.off_edges), *(r.hca_name for r in self.hca_off if r.hca_name)])
+        )
+
+    def _nic_names(self, edges: list[Connection]) -> list[str]:
+        """The NICs of `edges` in NCCL's order: their device names where the host listed them, else NCCL's
+        index on NET/IB (said after the word NIC by the message) or the transport's own form."""
         by_index = {d.index: d.name for d in self.net.rdma_devices}
-        nics = [
+        names = [
             by_index.get(e.nic, str(e.nic)) if net_name(e.transport) == "IB" else f"{e.transport}/{e.nic}"
-            for e in sorted(self.off_edges, key=lambda e: e.nic if e.nic is not None else -1)
+            for e in sorted(edges, key=lambda e: e.nic if e.nic is not None else -1)
             if e.nic is not None
         ]
-        nics.extend(r.hca_name for r in self.hca_off if r.hca_name)
-        return list(dict.fromkeys(nics))
+        return list(dict.fromkeys(names))
 
     def off_evidence(self) -> list[Evidence]:
         lines = [e.evidence for e in self.off_edges]
