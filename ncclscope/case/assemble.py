@@ -82,6 +82,7 @@ class Assembly:
         self._records = None
         walk.give(parsed.log.events)
         walk.end()
+        parsed.source.records_repeated = parsed.log.records_repeated + walk.repeated
         # a damaged record the grammar took is a damaged input all the same (Source.truncated)
         parsed.source.truncated.extend(builder.damaged.pop(parsed.source.path, ()))
         if more := builder.damaged_more.pop(parsed.source.path, 0):

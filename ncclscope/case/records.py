@@ -25,9 +25,23 @@ from ncclscope.model import (
     SystemTopology,
     TuningChoice,
 )
-from ncclscope.parse.log_records import CONTAINER_FAMILIES, Event, message_text
+from ncclscope.parse.log_records import (
+    CONTAINER_FAMILIES,
+    READ_ONCE,
+    READ_ONCE_KEYS_MAX,
+    Event,
+    message_text,
+    without_time,
+)
 
 WARNINGS_PER_FAMILY = 200
+# INFO records that say what a process is (its version, interfaces, NICs, communicators): one that repeats
+# an earlier record of its process word for word, the time aside, adds nothing but its line (a restart loop
+# whose processes keep their pids, a collector that resends), and is read once. Records whose number or
+# order is evidence (WARNs, error chains, retries, the topology dump) are always read.
+# The parser drops such repeats within the bytes it reads (log_records.READ_ONCE), the walk those across a
+# file's byte ranges and of `init`, whose repeat sets the communicator its process is setting up.
+REPEATS_READ_ONCE = READ_ONCE | {"init"}
 
 
 MESSAGES_LIMIT = 2_000
@@ -129,6 +143,9 @@ class RecordWalk:
         self.path = path
         self._states: dict[tuple[str | None, int | None], ProcessState] = {}
         self._waiting: list[Event] | None = None  # records after the first that lost its host name
+        # a record read once (REPEATS_READ_ONCE) -> the communicator its process sets up after it (init)
+        self._read_once: dict[tuple[Any, ...], Any] = {}
+        self.repeated = 0  # records not read again (Source.records_repeated)
 
     def give(self, events: list[Event]) -> None:
         events = sorted(events, key=_line_of)
@@ -136,31 +153,45 @@ class RecordWalk:
             self._waiting.extend(events)
             return
         for i, event in enumerate(events):
-            if not event.host and event.pid is not None:
+            host, pid = event.origin[:2]
+            if not host and pid is not None:
                 self._waiting = events[i:]
                 return
-            self._add(event, event.host, event.pid)
+            self._add(event, host, pid)
 
     def end(self) -> None:
-        waiting = self._waiting
-        if not waiting:
-            return
-        hosts_of_pid: dict[int, set[str]] = defaultdict(set)
-        for host, pid in [*self._states, *((e.host, e.pid) for e in waiting)]:
-            if host and pid is not None:
-                hosts_of_pid[pid].add(host)
-        for event in waiting:
-            host, pid = event.host, event.pid
-            if not host and pid is not None and len(hosts_of_pid.get(pid, ())) == 1:
-                host = next(iter(hosts_of_pid[pid]))
-                event.repair_host(host)
-            self._add(event, host, pid)
+        waiting, self._waiting = self._waiting, None
+        if waiting:
+            hosts_of_pid: dict[int, set[str]] = defaultdict(set)
+            for host, pid in [*self._states, *((e.host, e.pid) for e in waiting)]:
+                if host and pid is not None:
+                    hosts_of_pid[pid].add(host)
+            for event in waiting:
+                host, pid = event.host, event.pid
+                if not host and pid is not None and len(hosts_of_pid.get(pid, ())) == 1:
+                    host = next(iter(hosts_of_pid[pid]))
+                    event.repair_host(host)
+                self._add(event, host, pid)
 
     def _add(self, event: Event, host: str | None, pid: int | None) -> None:
         state = self._states.get((host, pid))
         if state is None:
             state = self._states[host, pid] = process_state(self.b, self.path, host, pid)
+        family = event.family
+        if family not in REPEATS_READ_ONCE or event.level != "INFO":
+            _add_event(self.b, state, event, self.path)
+            return
+        key = (host, without_time(event.raw, event.shape))
+        seen = self._read_once
+        if key in seen:
+            if family == "init":
+                state.comm = seen[key]  # what reading it again would do to the process's state
+            self.repeated += 1
+            return
         _add_event(self.b, state, event, self.path)
+        if len(seen) >= READ_ONCE_KEYS_MAX:
+            seen.clear()
+        seen[key] = state.comm
 
 
 def _line_of(event: Event) -> int:

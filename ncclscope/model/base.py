@@ -86,6 +86,11 @@ class Source(Record):
     cut_records: int = Field(
         0, description="Records cut right after their prefix by another writer (no message left to read)."
     )
+    records_repeated: int = Field(
+        0,
+        description="INFO records (version, interfaces, NICs, communicators) that repeat an earlier record of "
+        "their process word for word, the time aside (a restart loop, a collector's resend): read once, counted.",
+    )
     topology_lines: int = 0
     nccl_tests_lines: int = 0
     framework_lines: int = Field(0, description="PyTorch/framework lines about NCCL (watchdog, NCCL errors) read.")

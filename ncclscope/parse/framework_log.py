@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
@@ -73,6 +73,7 @@ def _parser(start: str) -> Lark:
     return load("framework_log", start)  # one parser per start rule (their lexers differ)
 
 
+@lru_cache(maxsize=512)  # a job's ranks print the same record many times; the trees are only read
 def _parse(text: str, start: str) -> Tree | None:
     parser = _parser(start)  # a broken grammar raises here: it is our bug, not the input's
     try:

@@ -2,9 +2,9 @@
 
 Each reader of the lines that are not NCCL's says what a line must hold for it to do anything while it
 waits on no line (HINT_WORDS anywhere, HINT_START where the line begins after a launcher's prefix and
-white space). Here they are joined: the words are searched in whole blocks (word_scan.py, from
-nccl_log.py), the patterns tried at each line's start. Kept apart from the readers so that the NCCL log
-parser, which the byte-range workers load before anything else, loads none of them.
+white space). Here they are joined: the words and the patterns are searched in whole blocks (line_filter.py,
+from nccl_log.py). Kept apart from the readers so that the NCCL log parser, which the byte-range workers load
+before anything else, loads none of them.
 """
 
 from __future__ import annotations

@@ -45,6 +45,14 @@ CONTAINER_FAMILIES = frozenset(
 )
 
 
+# INFO records that say what a process is (its version, interfaces, NICs): one that repeats an earlier record
+# of its process word for word, the time aside, adds nothing but its line (a restart loop whose processes
+# keep their pids, a collector that resends) and is read once: the parser drops it (case/records.py says
+# the rest). Records whose number or order is evidence (WARNs, error chains, retries) are always kept.
+READ_ONCE = frozenset({"version", "cuda_driver", "bootstrap", "net_ib", "using_network"})
+READ_ONCE_KEYS_MAX = 100_000  # records remembered per reader; past it they are forgotten and learnt again
+
+
 @dataclass(slots=True)
 class RecordShape:
     """Where one record sits in a line of a given skeleton, and what its fields are."""
@@ -205,6 +213,11 @@ class Event:
         return origin
 
     @property
+    def origin(self) -> Origin:
+        """(host, pid, tid, CUDA device)."""
+        return self._host_pid()
+
+    @property
     def host(self) -> str | None:
         return self._host_pid()[0]
 
@@ -295,6 +308,7 @@ class LogResult:
     unrecognized_count: int = 0
     unrecognized: list[Unrecognized] = field(default_factory=list)
     cut_records: int = 0  # records cut right after their prefix: nothing of their message is left
+    records_repeated: int = 0  # READ_ONCE records dropped as repeats
     first_damaged: int | None = None  # the first line holding a fragment of a record or a record the grammar refused
     net_same_device: tuple[int, str] | None = None  # a NET line between two ranks on one device number
     # the last non-empty line seen: (line number, kind of its last NCCL record or "" when it is no
@@ -363,3 +377,11 @@ def message_text(e: Event) -> str:
         return text.strip()
     level_end = text.find(" ", marker + 6)
     return text[level_end + 1 :].strip() if level_end > 0 else ""
+
+
+def without_time(line: bytes, record: RecordShape) -> bytes:
+    """A record's bytes less its timestamp: what a repeat of it shares (READ_ONCE). Only the record's own: a
+    line may hold the records of several processes (glued by a terminal)."""
+    start, end = record.span
+    span = record.prefix.get("timestamp")
+    return line[start : span[0]] + line[span[1] : end] if span else line[start:end]

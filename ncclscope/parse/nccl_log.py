@@ -15,10 +15,10 @@ aggregated column-wise and never become per-line objects. Every other record bec
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -45,10 +45,13 @@ from ncclscope.parse.fields import (
     spans_of,
     transport_of,
 )
+from ncclscope.parse.line_filter import LineFilter
 from ncclscope.parse.line_hints import LINE_LEAD, LineSink, OtherHints
 from ncclscope.parse.log_records import (
     DAMAGED_REASONS,
     FRAGMENT_REASON,
+    READ_ONCE,
+    READ_ONCE_KEYS_MAX,
     REFUSED_REASON,
     UNRECOGNIZED_KEEP,
     Event,
@@ -58,6 +61,7 @@ from ncclscope.parse.log_records import (
     Unrecognized,
     record_kind,
     understood,
+    without_time,
 )
 from ncclscope.parse.moves import coarse_template, event_of, moved_shape, unique_rows
 from ncclscope.parse.normalize import (
@@ -76,7 +80,6 @@ from ncclscope.parse.templates import (
     Template,
     template_of,
 )
-from ncclscope.parse.word_scan import WordScan
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
@@ -134,13 +137,13 @@ FRAGMENT_RE = re.compile(
 # and without a bare message's first words at its start (line_start), is other programs' text: it goes to
 # the other readers (or nowhere, other_lines.py) with no skeleton, shape or cache entry made for it.
 NCCL_WORDS = (  # (and b"CCL", looked for first, line by line: NCCL's own lines are the most of many logs)
-    b"- Init ", b"commId 0x", b"via P2P/", b"via SHM/", b"via NET/", b"Using network ", b"nRanks ", b"\x00", b"\x1b",
+    b"- Init ", b"commId 0x", b"via P2P/", b"via SHM/", b"via NET/", b"Using network ", b"nRanks ", b"\x00",
+    b"\x1b",
 )  # fmt: skip
-BLOCK_SEARCH_MIN = 64  # lines of other text in a block from which its words are looked for in one search
 
 
 @cache
-def line_start(hints: OtherHints | None) -> Callable[[bytes], re.Match[bytes] | None]:
+def line_start(hints: OtherHints | None) -> re.Pattern[bytes]:
     """One match at a line's start (after a launcher's prefixes and white space) for both: what a bare NCCL
     message can begin with, also where a cut left only the end of its level marker (group `nccl`:
     fields.message_start), and what the other readers look for there (group `other`: line_hints.py)."""
@@ -149,7 +152,7 @@ def line_start(hints: OtherHints | None) -> Callable[[bytes], re.Match[bytes] | 
     text = LINE_LEAD.encode() + b"(?:(?P<nccl>" + nccl + b")"
     if hints is not None:
         text += b"|(?P<other>" + hints.starts + b")"
-    return re.compile(text + b")").match
+    return re.compile(text + b")")
 
 
 def _valid_utf8(data: bytes) -> bool:
@@ -161,12 +164,13 @@ def _valid_utf8(data: bytes) -> bool:
 
 
 @cache
-def _word_scan(hints: OtherHints | None) -> WordScan:
-    """One search of a block for both: NCCL's words (tag 1) and the other readers' (tag 2)."""
+def _line_filter(hints: OtherHints | None) -> LineFilter:
+    """One filter of a block for both: NCCL's words (tag 1) and the other readers' (tag 2), and the starts
+    of line_start."""
     words = dict.fromkeys(NCCL_WORDS, 1)
     for word in hints.words if hints is not None else ():
         words[word] = words.get(word, 0) | 2
-    return WordScan(words)
+    return LineFilter(words, line_start(hints))
 
 
 @dataclass
@@ -209,6 +213,7 @@ class NcclLogParser:
         self.shapes_made = 0  # shapes made for new skeletons, by the grammar or by moving a known one
         self._stopped_early = False  # the last parse that failed ran out of text inside a known message
         self._unrecognized_cutoff = float("inf")
+        self._seen: set[bytes] = set()  # READ_ONCE records read (their lines less the time)
 
     @property
     def result(self) -> LogResult:
@@ -238,12 +243,8 @@ class NcclLogParser:
                     pending.append(i)
                 continue
             rest.append(i)
-        maybe_nccl, quiet = self._sort_out(data, lines, rest)
-        for i in rest:
-            if i not in maybe_nccl:  # other programs' text
-                if i not in quiet or self._sink_busy():
-                    self._on_other(first_line + i, lines[i].decode("utf-8", "replace"))
-                continue
+        maybe_nccl, loud = self._sort_out(data, lines, rest)
+        for i in self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line):
             word = words[i]
             if word in templates:  # learnt from a line above in this block
                 by_word.setdefault(word, []).append(i)
@@ -282,44 +283,61 @@ class NcclLogParser:
             self._reduce_coll_calls()
         self._note_last(lines, first_line)
 
-    def _sort_out(self, data: bytes, lines: list[bytes], rest: list[int]) -> tuple[set[int], set[int]]:
-        """Of the lines no template reads: those that may hold NCCL's text, and those that no other reader
-        wants unless one waits on the next line (other_lines.py). Found by one search of those lines per word
-        where there are many; none is quiet in a block that is not valid UTF-8 (its lines are counted by the
-        reader)."""
+    def _sort_out(self, data: bytes, lines: list[bytes], rest: list[int]) -> tuple[set[int], set[int] | None]:
+        """Of the lines no template reads: those that may hold NCCL's text, and those that another reader
+        wants (None: every line, as where no reader says what it wants, or in a block that is not valid
+        UTF-8, whose lines the reader counts). The other lines are quiet: no reader wants them unless one
+        waits on the next line (other_lines.py). Found by passes over those lines as one (line_filter.py)."""
         if not line_hints.CHEAP_TEST:
-            return set(rest), set()
-        sink = self._sink
-        hints = sink.hints if sink is not None else None
-        scan = _word_scan(hints)
-        start = line_start(hints)
+            return set(rest), None
+        hints = self._sink.hints if self._sink is not None else None
         maybe: set[int] = set()
-        others: list[int] = []  # the lines without NCCL's name: the only ones searched for the other words
+        others: list[int] = []  # the lines without NCCL's name: the only ones searched
         for i in rest:
             if b"CCL" in lines[i]:
                 maybe.add(i)
             else:
                 others.append(i)
-        if len(others) >= BLOCK_SEARCH_MIN:
-            sub = [lines[i] for i in others]  # those lines alone, joined
-            found = scan.scan(b"\n".join(sub), [0, *accumulate(len(line) + 1 for line in sub)][:-1])
-            tags = [found.get(k, 0) for k in range(len(others))]
-        else:
-            tags = [scan.tags(lines[i]) for i in others]
-        quiet: set[int] = set()
-        for i, tag in zip(others, tags, strict=True):
-            if tag & 1:
-                maybe.add(i)
-                continue
-            opening = start(lines[i])
-            if opening is None:
-                if not tag & 2 and hints is not None:
-                    quiet.add(i)
-            elif opening["nccl"] is not None:
-                maybe.add(i)
-        if quiet and not _valid_utf8(data):
-            quiet = set()
-        return maybe, quiet
+        found, opened = _line_filter(hints).scan([lines[i] for i in others], skip_start=1)
+        maybe.update(others[k] for k, tag in found.items() if tag & 1)
+        wanted = {others[k] for k, tag in found.items() if tag == 2}
+        for k, opening in opened.items():
+            if opening["nccl"] is not None:
+                maybe.add(others[k])
+            else:
+                wanted.add(others[k])
+        if hints is None or not _valid_utf8(data):
+            return maybe, None
+        return maybe, wanted
+
+    def _nccl_or_wanted(
+        self, rest: list[int], maybe: set[int], loud: set[int] | None, lines: list[bytes], first_line: int
+    ) -> Iterator[int]:
+        """The lines of `rest` that may be NCCL's, in order; on the way the others go to the other readers:
+        those that are wanted, and the quiet ones while a reader waits on the next line."""
+        on_other = self._on_other
+        if loud is None:
+            for i in rest:
+                if i in maybe:
+                    yield i
+                else:
+                    on_other(first_line + i, lines[i].decode("utf-8", "replace"))
+            return
+        at = 0  # the next line of `rest` not yet handled
+        for i in sorted(maybe | loud):
+            if self._sink_busy():  # the quiet lines before this one, while a reader waits on them
+                stop = bisect_left(rest, i, at)
+                while at < stop and self._sink_busy():
+                    on_other(first_line + rest[at], lines[rest[at]].decode("utf-8", "replace"))
+                    at += 1
+            at = bisect_left(rest, i, at) + 1
+            if i in maybe:
+                yield i
+            else:
+                on_other(first_line + i, lines[i].decode("utf-8", "replace"))
+        while at < len(rest) and self._sink_busy():
+            on_other(first_line + rest[at], lines[rest[at]].decode("utf-8", "replace"))
+            at += 1
 
     def _sink_busy(self) -> bool:
         return self._sink is not None and self._sink.busy
@@ -806,9 +824,25 @@ class NcclLogParser:
             res.families[record.family] += n
             if record.family in BULK_FAMILIES:
                 self._bulk(record, lines, line_nos)
+            elif record.family in READ_ONCE and record.level == "INFO" and len(shape.records) == 1:
+                self._read_once(record, lines, line_nos)
             else:
                 # copies: an event's line kept alone would pin the allocator's arena of its whole block
                 res.events.extend(map(Event, line_nos, [memoryview(x).tobytes() for x in lines], [record] * n))
+
+    def _read_once(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:
+        """Records of a READ_ONCE family: those that repeat an earlier one are counted, not kept."""
+        seen = self._seen
+        res = self._result
+        for line, no in zip(lines, line_nos, strict=True):
+            key = without_time(line, record)
+            if key in seen:
+                res.records_repeated += 1
+                continue
+            if len(seen) >= READ_ONCE_KEYS_MAX:
+                seen.clear()
+            seen.add(key)
+            res.events.append(Event(no, memoryview(line).tobytes(), record))
 
     # ------------------------------------------------------------------------------ bulk paths
     def _bulk(self, record: RecordShape, lines: list[bytes], line_nos: list[int]) -> None:

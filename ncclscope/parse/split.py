@@ -195,6 +195,7 @@ def _add_log(merged: LogResult, log: LogResult, offset: int) -> None:
     merged.recognized += log.recognized
     merged.unrecognized_count += log.unrecognized_count
     merged.cut_records += log.cut_records
+    merged.records_repeated += log.records_repeated
     for u in log.unrecognized:
         u.line += offset
     merged.unrecognized.extend(log.unrecognized)

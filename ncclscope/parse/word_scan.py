@@ -30,17 +30,7 @@ class WordScan:
             else:
                 part = word[upper:]
                 self._tags[part] = self._tags.get(part, 0) | tags
-        # The expression's matches do not overlap: one that holds another part, or ends where another begins,
-        # would hide it. It carries that part's tags too (both are in one line: the line is found for both).
-        changed = True
-        while changed:
-            changed = False
-            for a in self._tags:
-                for b in self._tags:
-                    overlaps = b in a or any(a.endswith(b[:k]) for k in range(1, len(b)))
-                    if a != b and overlaps and self._tags[a] | self._tags[b] != self._tags[a]:
-                        self._tags[a] |= self._tags[b]
-                        changed = True
+        self._tags = hidden_tags(self._tags)
         parts = sorted(self._tags, key=len, reverse=True)
         self._regex = re.compile(b"|".join(re.escape(p) for p in parts)) if parts else None
         self._per_line = [(word, tags) for word, tags in [*self._tags.items(), *self._finds.items()]]
@@ -73,3 +63,20 @@ class WordScan:
             if word in line:
                 found |= tags
         return found
+
+
+def hidden_tags(tags: Mapping[bytes, int]) -> dict[bytes, int]:
+    """Each word's tags with those of the words its match can hide. An expression's matches do not overlap:
+    one that holds another word, or ends where another begins, would hide it. It carries that word's tags
+    too (both are in one line: the line is found for both)."""
+    out = dict(tags)
+    changed = True
+    while changed:
+        changed = False
+        for a in out:
+            for b in out:
+                overlaps = b in a or any(a.endswith(b[:k]) for k in range(1, len(b)))
+                if a != b and overlaps and out[a] | out[b] != out[a]:
+                    out[a] |= out[b]
+                    changed = True
+    return out

@@ -52,6 +52,12 @@ def print_summary(case: Case, console: Console) -> None:
     if case.facts_capped:
         counted = ", ".join(f"{kind} {n}" for kind, n in sorted(case.facts_capped.items()))
         console.print(f"Beyond the limits on kept facts, counted but not kept: {counted}", markup=False)
+    if repeated := sum(s.records_repeated for s in case.sources):
+        console.print(
+            f"Read once: {repeated} INFO records that repeat an earlier one of their process word for"
+            " word, the time aside (a restart loop or a collector's resend)",
+            markup=False,
+        )
     if case.nccl_versions:
         console.print(f"NCCL versions: {', '.join(case.nccl_versions)}")
     if case.hosts:

@@ -1,0 +1,111 @@
+"""Which lines of a block may matter to a reader: those holding one of a set of words, and those whose start
+an expression may match, found in one pass over the whole block.
+
+With RE2 (the google-re2 package, a dependency) the pass is one automaton run over the block's bytes, at a
+cost that grows with the bytes alone, not with the number of words or alternatives: the words, and the start
+expression widened to RE2's syntax (re2_pattern.py) at each line's start. Where a line's start matches, Python's
+own expression decides (on the few lines found) and the line's words are looked for again one by one (the
+start's match may have hidden some). Without RE2 the words are found by word_scan.py and each line's start is
+matched in Python: the same answer, slower.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Mapping
+from itertools import accumulate
+from typing import Any
+
+from ncclscope.parse.re2_pattern import Untranslatable, to_re2
+from ncclscope.parse.word_scan import WordScan, hidden_tags
+
+try:
+    import re2  # type: ignore[import-untyped,unused-ignore]
+except ImportError:  # a platform without its wheel: the Python engine
+    re2 = None
+
+# RE2 is used when it imports; the tests turn it off to show that the Python engine gives the same answer
+USE_RE2 = re2 is not None
+RE2_MEMORY = 64 << 20  # for the automaton of the words and the start expression (a few hundred alternatives)
+
+
+class LineFilter:
+    def __init__(self, words: Mapping[bytes, int], start: re.Pattern[bytes]) -> None:
+        """`words`: each word and its tags (bits), as WordScan takes them; `start`: matched at a line's start."""
+        self._start = start.match
+        self._word_scan = WordScan(words)
+        self._hidden: dict[bytes, int] = {}  # each word's tags with those of the words its match can hide
+        self._re2_pass: Any = None
+        if USE_RE2:
+            self._compile_re2(words, start)
+
+    @property
+    def engine(self) -> str:
+        return "re2" if self._re2_pass is not None else "python"
+
+    def _compile_re2(self, words: Mapping[bytes, int], start: re.Pattern[bytes]) -> None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.max_mem = RE2_MEMORY
+        try:
+            start_source = to_re2(start).encode("latin-1")
+        except Untranslatable:
+            return
+        self._hidden = hidden_tags(words)
+        chosen = sorted(words, key=len, reverse=True)
+        # at a line's start the start expression is tried first: its match there is never hidden by a word's
+        source = b"(?m)^(?:" + start_source + b")|" + b"|".join(_escape(w) for w in chosen)
+        self._re2_pass = re2.compile(source, options)
+
+    def scan(self, lines: list[bytes], skip_start: int = 0) -> tuple[dict[int, int], dict[int, re.Match[bytes]]]:
+        """Of `lines`: index -> the tags of the words it holds (for those that hold any), and index -> the
+        start expression's match (for those it matches). A line whose tags hold any bit of `skip_start`
+        may be left out of the second (its start does not matter to the caller)."""
+        if not lines:
+            return {}, {}
+        if self._re2_pass is None:
+            return self._scan_python(lines, skip_start)
+        data = b"\n".join(lines)
+        starts = [0, *accumulate(len(line) + 1 for line in lines)][:-1]
+        found: dict[int, int] = {}
+        at_start: list[int] = []  # lines with a match at their start: the start expression's, or a word's
+        hidden = self._hidden
+        for m in self._re2_pass.finditer(data):
+            where = m.start()
+            k = bisect_right(starts, where) - 1
+            if where == starts[k]:
+                if not at_start or at_start[-1] != k:
+                    at_start.append(k)
+            else:
+                found[k] = found.get(k, 0) | hidden[m.group()]
+        match = self._start
+        tags_of = self._word_scan.tags
+        opened: dict[int, re.Match[bytes]] = {}
+        for k in at_start:
+            line = lines[k]
+            tags = found.get(k, 0) | tags_of(line)
+            if tags:
+                found[k] = tags
+            if tags & skip_start:
+                continue
+            m = match(line)
+            if m is not None:
+                opened[k] = m
+        return found, opened
+
+    def _scan_python(self, lines: list[bytes], skip_start: int) -> tuple[dict[int, int], dict[int, re.Match[bytes]]]:
+        found = self._word_scan.scan(b"\n".join(lines), [0, *accumulate(len(line) + 1 for line in lines)][:-1])
+        match = self._start
+        opened: dict[int, re.Match[bytes]] = {}
+        for k, line in enumerate(lines):
+            if found.get(k, 0) & skip_start:
+                continue
+            m = match(line)
+            if m is not None:
+                opened[k] = m
+        return found, opened
+
+
+def _escape(word: bytes) -> bytes:
+    return b"".join(bytes([b]) if chr(b).isascii() and chr(b).isalnum() else b"\\x%02x" % b for b in word)
