@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ncclscope.case.read import read_case
-from ncclscope.parse import line_filter, nccl_log
+from ncclscope.parse import junk, nccl_log, re2_pattern
 from ncclscope.parse.line_filter import LineFilter
 from ncclscope.parse.line_hints import other_hints
 from ncclscope.parse.normalize import LAUNCHER_PREFIX_RE
@@ -32,7 +32,7 @@ BENCH = REPO / "bench"
 def _re2_match(pattern: re.Pattern[bytes]):  # type: ignore[no-untyped-def]
     options = re2.Options()
     options.encoding = re2.Options.Encoding.LATIN1
-    options.max_mem = line_filter.RE2_MEMORY
+    options.max_mem = re2_pattern.RE2_MEMORY
     return re2.compile(b"(?m)^(?:" + to_re2(pattern).encode("latin-1") + b")", options).match
 
 
@@ -94,11 +94,11 @@ def test_a_match_never_runs_into_the_next_line() -> None:
     lines = [b"open ( without end", b"x) closes here", b"(y)", b"plain"]
     start = re.compile(rb"[^)]*\)")
     for engine in (True, False):
-        line_filter.USE_RE2 = engine
+        re2_pattern.ENABLED = engine
         try:
             found, opened = LineFilter({b"zz": 2}, start).scan(lines)
         finally:
-            line_filter.USE_RE2 = True
+            re2_pattern.ENABLED = True
         assert sorted(opened) == [1, 2] and not found
 
 
@@ -139,11 +139,11 @@ def test_both_engines_open_the_same_lines_and_find_every_word_a_line_holds() -> 
 
     results = {}
     for engine in (True, False):
-        line_filter.USE_RE2 = engine
+        re2_pattern.ENABLED = engine
         try:
             results[engine] = LineFilter(words, start).scan(lines, skip_start=1)
         finally:
-            line_filter.USE_RE2 = True
+            re2_pattern.ENABLED = True
     for found, _opened in results.values():
         for k, line in enumerate(lines):
             assert held(line) & ~found.get(k, 0) == 0, line  # never fewer words than the line holds
@@ -163,11 +163,32 @@ def test_the_python_engine_gives_the_same_case_as_re2(tmp_path: Path) -> None:
     stdout.write_bytes(b"\n".join(_sample_lines()[-20_000:]) + b"\n")
     cases = {}
     for engine in (True, False):
-        line_filter.USE_RE2 = engine
+        re2_pattern.ENABLED = engine
         nccl_log._line_filter.cache_clear()
         try:
             cases[engine] = [read_case([path], jobs=1).case.model_dump() for path in [*files, str(stdout)]]
         finally:
-            line_filter.USE_RE2 = True
+            re2_pattern.ENABLED = True
             nccl_log._line_filter.cache_clear()
     assert cases[True] == cases[False]
+
+
+def test_the_junk_check_in_one_search_answers_as_its_tests_in_turn() -> None:
+    """parse/junk.py: whether a block holds a word of any kind ncclscope reads, per block of fixtures (every
+    kind), of the benchmark's other text and of random text, and where a word sits at a block's edge."""
+    bare = junk._bare_message_words()
+    lines = _sample_lines()
+    blocks = [b"\n".join(lines[k : k + 7]) for k in range(0, len(lines), 7)]
+    blocks += [b"NCCL", b"xNCCL_", b"GPU0 ", b"  Rank  0", b"Channel", b"ranks 3", b"4  2 float sum", b"nccl"]
+    answers = {}
+    for engine in (True, False):
+        re2_pattern.ENABLED = engine
+        junk._one_search.cache_clear()
+        try:
+            assert (junk._one_search(bare) is not None) == engine
+            answers[engine] = [junk.holds_known_words(block, bare) for block in blocks]
+        finally:
+            re2_pattern.ENABLED = True
+            junk._one_search.cache_clear()
+    assert answers[True] == answers[False]
+    assert 0 < sum(answers[True]) < len(blocks)

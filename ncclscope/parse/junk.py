@@ -13,9 +13,13 @@ is read (a table or a matrix may go on into a block without such a word).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 from ncclscope.parse.fields import message_keywords
 from ncclscope.parse.grammars import terminal_regex
+from ncclscope.parse.re2_pattern import escape, re2_compile, to_re2
 
 # Words of the other kinds, found with bytes.find (C speed; rare in junk, so the checks after are few):
 # the nccl-tests header (its device lines, its column titles, its footer) and failure lines (a run that
@@ -68,8 +72,11 @@ def _named(block: bytes, name: bytes) -> bool:
 
 
 def holds_known_words(block: bytes, bare_words: frozenset[bytes]) -> bool:
-    """Whether a reader could take anything in `block` (see the module's docstring). NCCL's name first: in a
-    real log the first search stops at once."""
+    """Whether a reader could take anything in `block` (see the module's docstring): one RE2 search where RE2
+    is used (_one_search), else each test in turn, NCCL's name first (in a real log the first stops at once)."""
+    search = _one_search(bare_words)
+    if search is not None:
+        return search(block) is not None
     if any(_named(block, name) for name in NAMES):
         return True
     if _gpu_label(block):
@@ -79,6 +86,23 @@ def holds_known_words(block: bytes, bare_words: frozenset[bytes]) -> bool:
     return any(word in bare_words for word in FIRST_WORD.findall(b"\n" + block[:200])) or any(
         word in bare_words for word in FIRST_WORD.findall(block)
     )
+
+
+@cache
+def _one_search(bare_words: frozenset[bytes]) -> Callable[[bytes], Any] | None:
+    """holds_known_words's tests as one RE2 expression (re2_pattern.py): junk is read once, at the
+    automaton's speed, where the tests in turn read it once per word."""
+    names = b"(?:" + b"|".join(escape(n) for n in NAMES) + b")"
+    tests = [
+        b"(?:^|[^A-Za-z0-9])" + names + b"[" + b"".join(escape(bytes([c])) for c in AFTER_WORD) + b"]",
+        names + b"[" + b"".join(escape(bytes([c])) for c in AFTER_PART) + b"]",
+        b"(?:^|[ \\t])" + to_re2(GPU_LABEL).encode("latin-1"),
+        *(escape(word) for word in WORDS),
+        to_re2(TYPES).encode("latin-1"),
+        b"^[ \\t]*(?:" + b"|".join(escape(w) for w in sorted(bare_words)) + b")(?:[^A-Za-z_]|$)",
+    ]
+    compiled = re2_compile(b"(?m)" + b"|".join(b"(?:" + t + b")" for t in tests))
+    return compiled.search if compiled is not None else None
 
 
 class JunkSkipper:

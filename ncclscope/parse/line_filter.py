@@ -17,17 +17,9 @@ from collections.abc import Mapping
 from itertools import accumulate
 from typing import Any
 
-from ncclscope.parse.re2_pattern import Untranslatable, to_re2
+from ncclscope.parse import re2_pattern
+from ncclscope.parse.re2_pattern import Untranslatable, escape, re2_compile, to_re2
 from ncclscope.parse.word_scan import WordScan, hidden_tags
-
-try:
-    import re2  # type: ignore[import-untyped,unused-ignore]
-except ImportError:  # a platform without its wheel: the Python engine
-    re2 = None
-
-# RE2 is used when it imports; the tests turn it off to show that the Python engine gives the same answer
-USE_RE2 = re2 is not None
-RE2_MEMORY = 64 << 20  # for the automaton of the words and the start expression (a few hundred alternatives)
 
 
 class LineFilter:
@@ -37,7 +29,7 @@ class LineFilter:
         self._word_scan = WordScan(words)
         self._hidden: dict[bytes, int] = {}  # each word's tags with those of the words its match can hide
         self._re2_pass: Any = None
-        if USE_RE2:
+        if re2_pattern.ENABLED:
             self._compile_re2(words, start)
 
     @property
@@ -45,9 +37,6 @@ class LineFilter:
         return "re2" if self._re2_pass is not None else "python"
 
     def _compile_re2(self, words: Mapping[bytes, int], start: re.Pattern[bytes]) -> None:
-        options = re2.Options()
-        options.encoding = re2.Options.Encoding.LATIN1
-        options.max_mem = RE2_MEMORY
         try:
             start_source = to_re2(start).encode("latin-1")
         except Untranslatable:
@@ -55,8 +44,8 @@ class LineFilter:
         self._hidden = hidden_tags(words)
         chosen = sorted(words, key=len, reverse=True)
         # at a line's start the start expression is tried first: its match there is never hidden by a word's
-        source = b"(?m)^(?:" + start_source + b")|" + b"|".join(_escape(w) for w in chosen)
-        self._re2_pass = re2.compile(source, options)
+        source = b"(?m)^(?:" + start_source + b")|" + b"|".join(escape(w) for w in chosen)
+        self._re2_pass = re2_compile(source)
 
     def scan(self, lines: list[bytes], skip_start: int = 0) -> tuple[dict[int, int], dict[int, re.Match[bytes]]]:
         """Of `lines`: index -> the tags of the words it holds (for those that hold any), and index -> the
@@ -105,7 +94,3 @@ class LineFilter:
             if m is not None:
                 opened[k] = m
         return found, opened
-
-
-def _escape(word: bytes) -> bytes:
-    return b"".join(bytes([b]) if chr(b).isascii() and chr(b).isalnum() else b"\\x%02x" % b for b in word)

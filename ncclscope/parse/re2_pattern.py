@@ -20,6 +20,15 @@ import re._constants as sre_c
 import re._parser as sre_parse
 from typing import Any
 
+try:
+    import re2  # type: ignore[import-untyped,unused-ignore]
+except ImportError:  # a platform without its wheel: the callers use Python's engine
+    re2 = None
+
+# RE2 is used when it imports; the tests turn it off to show that Python's engine gives the same answers
+ENABLED = re2 is not None
+RE2_MEMORY = 64 << 20  # for an automaton of a few hundred alternatives (the words and starts of line_filter)
+
 NEWLINE = 0x0A
 ALL_BYTES = frozenset(range(256))
 _CATEGORY_BYTES = {
@@ -135,3 +144,18 @@ def _class(chosen: frozenset[int] | set[int]) -> str:
 def _byte(value: int) -> str:
     char = chr(value)
     return char if char.isascii() and char.isalnum() else f"\\x{value:02x}"
+
+
+def re2_compile(source: bytes) -> Any | None:
+    """RE2 source (bytes, one character per byte) compiled, or None where RE2 is not used."""
+    if not ENABLED:
+        return None
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.max_mem = RE2_MEMORY
+    return re2.compile(source, options)
+
+
+def escape(word: bytes) -> bytes:
+    """A literal in RE2 source."""
+    return b"".join(bytes([b]) if chr(b).isascii() and chr(b).isalnum() else b"\\x%02x" % b for b in word)
