@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ncclscope.case.read import read_case
-from ncclscope.parse import junk, nccl_log, re2_pattern
+from ncclscope.parse import junk, line_hints, nccl_log, re2_pattern
 from ncclscope.parse.line_filter import LineFilter
 from ncclscope.parse.line_hints import other_hints
 from ncclscope.parse.normalize import LAUNCHER_PREFIX_RE
@@ -192,3 +192,21 @@ def test_the_junk_check_in_one_search_answers_as_its_tests_in_turn() -> None:
             junk._one_search.cache_clear()
     assert answers[True] == answers[False]
     assert 0 < sum(answers[True]) < len(blocks)
+
+
+def test_a_quiet_line_that_is_not_valid_utf8_is_still_counted(tmp_path: Path) -> None:
+    """A line that is not valid UTF-8 goes to the reader that counts it, among quiet lines, NCCL lines and
+    valid non-ASCII ones (a progress bar)."""
+    nccl = b"node1:77:77 [0] NCCL INFO NCCL version 2.26.2+cuda12.8\n"
+    quiet = b"step 12 loss 3.1\n" * 40
+    bar = "Epoch 0:  40%|\u2588\u2588\u2588\u2588      | 4/10\n".encode() * 5
+    log = tmp_path / "job.log"
+    log.write_bytes(nccl + quiet + bar + b"weights \xff\xfe dumped\n" + quiet + b"\xc3 cut\n" + nccl)
+    counts = []
+    for cheap in (True, False):
+        line_hints.CHEAP_TEST = cheap
+        try:
+            counts.append(read_case([str(log)], jobs=1).case.sources[0].invalid_utf8_lines)
+        finally:
+            line_hints.CHEAP_TEST = True
+    assert counts == [2, 2]

@@ -15,7 +15,7 @@ aggregated column-wise and never become per-line objects. Every other record bec
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -323,20 +323,27 @@ class NcclLogParser:
                 else:
                     on_other(first_line + i, lines[i].decode("utf-8", "replace"))
             return
-        at = 0  # the next line of `rest` not yet handled
+        sink = self._sink
+        done = -1  # the last line handled
         for i in sorted(maybe | loud):
-            if self._sink_busy():  # the quiet lines before this one, while a reader waits on them
-                stop = bisect_left(rest, i, at)
-                while at < stop and self._sink_busy():
-                    on_other(first_line + rest[at], lines[rest[at]].decode("utf-8", "replace"))
-                    at += 1
-            at = bisect_left(rest, i, at) + 1
+            if sink is not None and sink.busy:  # the quiet lines before this one, while a reader waits on them
+                self._quiet_while_busy(rest, done, i, lines, first_line)
+            done = i
             if i in maybe:
                 yield i
             else:
                 on_other(first_line + i, lines[i].decode("utf-8", "replace"))
-        while at < len(rest) and self._sink_busy():
-            on_other(first_line + rest[at], lines[rest[at]].decode("utf-8", "replace"))
+        if sink is not None and sink.busy:
+            self._quiet_while_busy(rest, done, None, lines, first_line)
+
+    def _quiet_while_busy(
+        self, rest: list[int], after: int, before: int | None, lines: list[bytes], first_line: int
+    ) -> None:
+        """The lines of `rest` after line `after` (and before `before`) to the other readers while one waits."""
+        at = bisect_right(rest, after)
+        stop = len(rest) if before is None else bisect_left(rest, before, at)
+        while at < stop and self._sink_busy():
+            self._on_other(first_line + rest[at], lines[rest[at]].decode("utf-8", "replace"))
             at += 1
 
     def _sink_busy(self) -> bool:
