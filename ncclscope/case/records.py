@@ -8,6 +8,7 @@ prints lines that do not repeat it (ring orders, channel counts, the topology tr
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import attrgetter
 from typing import Any
 
 from ncclscope.case import facts
@@ -152,12 +153,13 @@ class RecordWalk:
         if self._waiting is not None:
             self._waiting.extend(events)
             return
+        add = self._add
         for i, event in enumerate(events):
-            host, pid = event.origin[:2]
+            host, pid, _, _ = event.origin
             if not host and pid is not None:
                 self._waiting = events[i:]
                 return
-            self._add(event, host, pid)
+            add(event, host, pid)
 
     def end(self) -> None:
         waiting, self._waiting = self._waiting, None
@@ -177,11 +179,12 @@ class RecordWalk:
         state = self._states.get((host, pid))
         if state is None:
             state = self._states[host, pid] = process_state(self.b, self.path, host, pid)
-        family = event.family
-        if family not in REPEATS_READ_ONCE or event.level != "INFO":
+        shape = event.shape
+        family = shape.family
+        if family not in REPEATS_READ_ONCE or shape.level != "INFO":
             _add_event(self.b, state, event, self.path)
             return
-        key = (host, without_time(event.raw, event.shape))
+        key = (host, without_time(event.raw, shape))
         seen = self._read_once
         if key in seen:
             if family == "init":
@@ -194,8 +197,7 @@ class RecordWalk:
         seen[key] = state.comm
 
 
-def _line_of(event: Event) -> int:
-    return event.line
+_line_of = attrgetter("line")
 
 
 def process_state(b: Builder, path: str, host: str | None, pid: int | None) -> ProcessState:
@@ -210,12 +212,13 @@ def process_state(b: Builder, path: str, host: str | None, pid: int | None) -> P
 
 
 def _add_event(b: Builder, state: ProcessState, event: Event, path: str) -> None:
-    family = event.family
+    family = event.shape.family or ""
     proc = state.process
-    dev = event.cuda_dev
+    dev = event.origin[3]
     if dev is not None and dev not in proc.cuda_devs:
         proc.cuda_devs.append(dev)
-    facts.record(b.case, event, path)
+    if family in facts.FACTS:
+        facts.record(b.case, event, path)
     handler = _HANDLERS.get(family)
     if handler is not None:
         handler(b, state, event, path)

@@ -220,10 +220,10 @@ class FrameworkReader:
                 return True
             self.not_understood.append((line_no, body[:300]))
             return True
-        event = event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip()))
-        if len(self.events) >= EVENTS_KEEP:
+        if len(self.events) >= EVENTS_KEEP:  # counted, not made
             self.not_kept["framework"] = self.not_kept.get("framework", 0) + 1
             return True
+        event = event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip()))
         self.events.append(event)
         if event.kind == "last_error" and not event.text:
             self._last_error = (event, line_no + parts - 1)

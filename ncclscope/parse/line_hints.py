@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol
 
+from ncclscope.parse.line_filter import LineFilter
 from ncclscope.parse.normalize import LAUNCHER_PREFIX_RE
 
 # The one cheap test is made; the tests turn it off to show that it changes no result
@@ -42,10 +43,21 @@ class OtherHints:
     words: tuple[bytes, ...]
     start: Callable[[bytes], re.Match[bytes] | None]
     starts: bytes  # the patterns alone, after what `start` lets come first (nccl_log.py joins them with its own)
+    pattern: re.Pattern[bytes]  # whose match is `start`
 
     def wanted(self, line: bytes) -> bool:
         """The test for one line (where a block is not searched at once)."""
         return any(word in line for word in self.words) or self.start(line) is not None
+
+    def wanted_lines(self, lines: list[bytes]) -> list[bool]:
+        """The test for many lines at once (one pass of line_filter.py)."""
+        found, opened = _filter(self).scan(lines)
+        return [k in found or k in opened for k in range(len(lines))]
+
+
+@cache
+def _filter(hints: OtherHints) -> LineFilter:
+    return LineFilter(dict.fromkeys(hints.words, 1), hints.pattern)
 
 
 class LineSink(Protocol):
@@ -65,5 +77,5 @@ def other_hints(readers: tuple[Any, ...]) -> OtherHints:
     words = tuple(dict.fromkeys(w.encode() for r in readers for w in r.HINT_WORDS))
     words += tuple(w.encode() for w in OWN_WORDS)
     starts = "|".join(f"(?:{start})" for start in [*(r.HINT_START for r in readers), OWN_START] if start)
-    pattern = rf"{LINE_LEAD}(?:{starts})"
-    return OtherHints(words, re.compile(pattern.encode()).match, starts.encode())
+    pattern = re.compile(rf"{LINE_LEAD}(?:{starts})".encode())
+    return OtherHints(words, pattern.match, starts.encode(), pattern)

@@ -424,11 +424,20 @@ class NcclTestsReader:
 
     # what feed() needs in a line to take it: failure lines and the test's command line anywhere; "#" lines
     # and rows (two numbers, then a word) at its start, and the preamble and footer lines of every layout
-    HINT_WORDS = ("Test ", "Cuda failure", "NCCL failure", "_perf", "_test")  # what _FAILURE and _INVOCATION need
-    # (a "#" line whatever follows: what clean() drops from its end, "\r" or a terminal's trailer, would keep
-    # the bare "#" of a section's end from matching)
+    # what _FAILURE and _INVOCATION need: a binary's name ends the word (test_program: "_test" then white space
+    # or the line's end; a job's traceback is full of "run_test(")
+    HINT_WORDS = ("Test ", "Cuda failure", "NCCL failure", "_perf", *(f"_test{space}" for space in " \t\r\f\v"))
+    # (a "#" line whatever follows, but another "#": what clean() drops from its end, "\r" or a terminal's
+    # trailer, would keep the bare "#" of a section's end from matching; no line of the test starts "##", a
+    # job's banner of "#" does, thousands of times)
     HINT_START = "|".join(
-        [f"(?:{_ROW_START.pattern})", f"(?:{_ROW_HEAD.pattern})", r"[ \t]*\#", f"(?x:{_INFO_START.pattern})"]
+        [
+            f"(?:{_ROW_START.pattern})",
+            f"(?:{_ROW_HEAD.pattern})",
+            r"[ \t]*\#(?:[^#]|$)",
+            f"(?x:{_INFO_START.pattern})",
+            r".*_test$",
+        ]
     )
 
     @property

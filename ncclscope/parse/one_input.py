@@ -158,9 +158,11 @@ class JoinedRanges:
         events = part.log.events if offset is not None else []
         part.log.events = []
         if offset is not None:
-            for line_no, text in part.other:
-                self._others(line_no + offset, text)
-                if line_no == part.lead_end and self._others.busy:
+            others = self._others
+            wanted = others.hints.wanted_lines([text.encode() for _, text in part.other])
+            for (line_no, text), want in zip(part.other, wanted, strict=True):
+                others.take(line_no + offset, text, want)
+                if line_no == part.lead_end and others.busy:
                     self.unsure = True  # something begun before the range goes on past the lines it kept
             quote_last_errors(self._others.framework.events, events)
         part.other.clear()

@@ -66,10 +66,18 @@ class OtherLines:
         self.tests_runs: list[BenchmarkRun] = []  # the tables read, once finished
 
     def __call__(self, line_no: int, text: str) -> None:
+        self.take(line_no, text, None)
+
+    def take(self, line_no: int, text: str, wanted: bool | None) -> None:
+        """One line; `wanted`: the cheap test's answer where the caller made it for many lines at once
+        (OtherHints.wanted_lines), None to make it here."""
         if "\ufffd" in text:
             self.invalid_utf8 += 1
-        if line_hints.CHEAP_TEST and not self.busy and text and not self.hints.wanted(text.encode()):
-            return  # no reader waits on a line and this one holds nothing any of them looks for
+        if line_hints.CHEAP_TEST and not self.busy and text:
+            if wanted is None:
+                wanted = self.hints.wanted(text.encode())
+            if not wanted:
+                return  # no reader waits on a line and this one holds nothing any of them looks for
         self._read(line_no, text)
         self.busy = any(reader.busy for reader in self._readers)
 
