@@ -1,0 +1,98 @@
+"""How much of the census (tools/census/nccl.json) ncclscope types, per release (issue 43).
+
+Each message of the census is made into a line: its fields filled with values of their type (varied per
+message), behind the prefix NCCL prints at its level. The lines are read by ncclscope's NCCL log parser;
+a line is typed when every record on it was understood (a family, not "unknown message"). Printed: per
+release, the messages it prints at INFO and WARN and the share typed; then the untyped messages of the
+newest release, most common subsystems first.
+
+Usage::
+
+    python tools/census/coverage.py [--show N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from ncclscope.parse.nccl_log import NcclLogParser  # noqa: E402
+
+CENSUS = Path(__file__).with_name("nccl.json")
+FIELD_RE = re.compile(r"\{(\w+):(\w+)\}")
+TEXT_VALUES = ("mlx5_0", "eth0", "Ring", "LL128", "ncclAllReduce", "IB", "gpu-node-3", "/dev/shm/nccl-x2Yb")
+
+
+def value(kind: str, rng: random.Random) -> str:
+    if kind in ("int", "uint"):
+        return str(rng.choice((0, 1, 3, 7, 16, 128, 4096, 65536)))
+    if kind == "hex":
+        return f"{rng.randrange(1, 1 << 32):x}"
+    if kind == "ptr":
+        return f"0x{rng.randrange(1 << 44, 1 << 47):x}"
+    if kind == "float":
+        return f"{rng.uniform(0, 400):.2f}"
+    if kind == "char":
+        return rng.choice("RWX")
+    return rng.choice(TEXT_VALUES)
+
+
+def line_of(message: dict[str, Any], rng: random.Random) -> str:
+    """The message filled and behind its level's prefix (host:pid:tid [dev] ..., formats.md A.2)."""
+    text = FIELD_RE.sub(lambda m: value(m.group(2), rng), message["format"]).replace("{{", "{").replace("}}", "}")
+    text = text.splitlines()[0] if text else text
+    level = message["level"]
+    if level == "WARN":
+        return f"gpu-node-3:4211:4290 [2] {Path(message['file']).name}:{rng.randrange(40, 2000)} NCCL WARN {text}"
+    if level == "TRACE":
+        where = f"{rng.uniform(1, 900):.6f} someFunc:{rng.randrange(40, 2000)}"
+        return f"gpu-node-3:4211:4290 [2] {where} NCCL TRACE {text}"
+    return f"gpu-node-3:4211:4290 [2] NCCL {level if level != 'VERSION' else 'INFO'} {text}"
+
+
+def typed(line: str) -> bool:
+    parser = NcclLogParser(lambda no, text: None)
+    parser.feed_block(line.encode(), 1)
+    result = parser.result
+    return result.nccl_lines == 1 and result.unrecognized_count == 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--show", type=int, default=25, help="untyped messages of the newest release to list")
+    args = parser.parse_args(argv)
+    census = json.loads(CENSUS.read_text(encoding="utf-8"))
+    releases: list[str] = census["releases"]
+    rng = random.Random(43)
+    status = []
+    for message in census["messages"]:
+        if message["level"] not in ("INFO", "WARN"):
+            continue
+        ok = typed(line_of(message, rng))
+        span = {r for a, b in message["releases"] for r in releases[releases.index(a) : releases.index(b) + 1]}
+        status.append((message, ok, span))
+    print(f"{'release':12} {'messages':>8} {'typed':>6} {'share':>6}")
+    for release in releases:
+        here = [ok for _, ok, span in status if release in span]
+        if here:
+            print(f"{release:12} {len(here):8} {sum(here):6} {sum(here) / len(here):6.1%}")
+    newest = releases[-1]
+    missing = [m for m, ok, span in status if newest in span and not ok]
+    subsystems = Counter(s for m in missing for s in m["subsystems"] or ["WARN"])
+    print(f"\nuntyped in {newest}: {len(missing)}; by subsystem: {dict(subsystems.most_common(10))}")
+    for message in missing[: args.show]:
+        print(f"  {message['level']:5} {message['file']}: {message['format'][:110]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

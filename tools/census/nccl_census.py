@@ -1,0 +1,244 @@
+"""The census of NCCL's messages, release by release (issue 43): every message NCCL's source can print at
+INFO, WARN, TRACE or VERSION level, at every release tag from 2.3 on, written as format facts in our own
+notation. Nothing of NCCL's code is kept: per message its level, subsystems, the constant words and named,
+typed fields of its format, its source file and the releases that print it.
+
+Usage::
+
+    python tools/census/nccl_census.py PATH/TO/nccl.git > tools/census/nccl.json
+
+Notation: the format's constant text with each conversion written ``{name:type}``, where type is int,
+uint, hex, float, text, ptr or char, and name the word before the field (``rank %d`` -> ``rank {rank:int}``)
+or ``v<N>``; literal braces are doubled. A format that is no string literal (a buffer built elsewhere) is
+``{dynamic:text}``; a macro in the middle of one (``%" PRIx64 "``) is read as its conversion.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+CALLS = {"INFO": 1, "TRACE": 1, "INFO_LOC": 1, "TRACE_LOC": 1, "WARN": 0, "VERSION": 0}  # -> the format's argument
+LEVEL_OF = {"INFO_LOC": "INFO", "TRACE_LOC": "TRACE", **{name: name for name in ("INFO", "TRACE", "WARN", "VERSION")}}
+CALL_RE = re.compile(r"(?<![\w.>])(" + "|".join(sorted(CALLS, key=len, reverse=True)) + r")\s*\(")
+SUFFIXES = (".cc", ".cu", ".h", ".c", ".cpp", ".hpp")
+TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-(\d+)$")
+PRI = {"PRIx64": "lx", "PRIX64": "lX", "PRIu64": "lu", "PRId64": "ld", "PRIi64": "ld", "PRIxPTR": "lx"}
+CONVERSION_RE = re.compile(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|L|z|j|t)?([diouxXeEfFgGaAcspn%])")
+TYPE_OF = {"d": "int", "i": "int", "u": "uint", "o": "uint", "x": "hex", "X": "hex", "c": "char", "s": "text"}
+TYPE_OF.update({"p": "ptr", "n": "int", **dict.fromkeys("eEfFgGaA", "float")})
+WORD_BEFORE_RE = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_]*)\W{0,3}$")
+
+
+def release_tags(repo: str) -> list[str]:
+    """The release tags from 2.3 on, oldest first."""
+    out = subprocess.run(["git", "-C", repo, "tag"], capture_output=True, text=True, check=True).stdout
+    tags = [t for t in out.split() if (m := TAG_RE.match(t)) and (int(m[1]), int(m[2])) >= (2, 3)]
+    return sorted(tags, key=lambda t: tuple(int(x) for x in TAG_RE.match(t).groups()))  # type: ignore[union-attr]
+
+
+def source_blobs(repo: str, tag: str) -> list[tuple[str, str]]:
+    """(path, blob id) of the C/C++ sources under src/ at `tag`."""
+    out = subprocess.run(
+        ["git", "-C", repo, "ls-tree", "-r", tag, "--", "src"], capture_output=True, text=True, check=True
+    ).stdout
+    blobs = []
+    for line in out.splitlines():
+        meta, _, path = line.partition("\t")
+        if path.endswith(SUFFIXES):
+            blobs.append((path, meta.split()[2]))
+    return blobs
+
+
+def read_blobs(repo: str, ids: list[str]) -> dict[str, str]:
+    """Blob id -> text, read in one `git cat-file --batch`."""
+    batch = "\n".join(ids).encode() + b"\n"
+    proc = subprocess.run(["git", "-C", repo, "cat-file", "--batch"], input=batch, capture_output=True, check=True)
+    data, at, texts = proc.stdout, 0, {}
+    for blob in ids:
+        header_end = data.index(b"\n", at)
+        size = int(data[at:header_end].split()[2])
+        texts[blob] = data[header_end + 1 : header_end + 1 + size].decode("utf-8", "replace")
+        at = header_end + 1 + size + 1
+    return texts
+
+
+def without_comments(text: str) -> str:
+    """The source with comments blanked (string and character literals kept whole)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            out.append(" ")
+            i = n if j < 0 else j + 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def call_arguments(text: str, start: int) -> list[str] | None:
+    """The top-level arguments of the call whose '(' is at `start` (None when it does not close)."""
+    args: list[str] = []
+    depth, i, begin, n = 0, start + 1, start + 1, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                args.append(text[begin:i].strip())
+                return args
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(text[begin:i].strip())
+            begin = i + 1
+        i += 1
+    return None
+
+
+LITERAL_RE = re.compile(r'"((?:[^"\\]|\\.)*)"|([A-Za-z_]\w*)')
+
+
+def format_of(arg: str) -> str | None:
+    """The format a call's argument holds: adjacent string literals and PRI macros joined (None: not one)."""
+    parts, at = [], 0
+    arg = arg.strip()
+    while at < len(arg):
+        while at < len(arg) and arg[at].isspace():
+            at += 1
+        if at >= len(arg):
+            break
+        m = LITERAL_RE.match(arg, at)
+        if m is None:
+            return None
+        if m.group(1) is not None:
+            parts.append(bytes(m.group(1), "utf-8").decode("unicode_escape", "replace"))
+        elif m.group(2) in PRI:
+            parts.append(PRI[m.group(2)])
+        else:
+            return None
+        at = m.end()
+    return "".join(parts) if parts else None
+
+
+def notation(fmt: str) -> tuple[str, list[dict[str, str]]]:
+    """A printf format in our notation, and its fields."""
+    out: list[str] = []
+    fields: list[dict[str, str]] = []
+    at = 0
+    for m in CONVERSION_RE.finditer(fmt):
+        text = fmt[at : m.start()]
+        out.append(text.replace("{", "{{").replace("}", "}}"))
+        at = m.end()
+        conv = m.group(5)
+        if conv == "%":
+            out.append("%")
+            continue
+        kind = TYPE_OF[conv]
+        tail = CONVERSION_RE.sub(" ", fmt[max(0, m.start() - 40) : m.start()])  # the format's own words before it
+        before = WORD_BEFORE_RE.search(tail[:-2] if tail.endswith("0x") else tail)
+        name = before.group(1).lower() if before else f"v{len(fields)}"
+        taken = sum(1 for f in fields if f["name"] == name or f["name"].startswith(name + "_"))
+        name = f"{name}_{taken + 1}" if taken else name
+        fields.append({"name": name, "type": kind})
+        out.append("{" + f"{name}:{kind}" + "}")
+    out.append(fmt[at:].replace("{", "{{").replace("}", "}}"))
+    return "".join(out), fields
+
+
+def messages_of(path: str, text: str) -> list[dict[str, Any]]:
+    found = []
+    code = without_comments(text)
+    for m in CALL_RE.finditer(code):
+        line_start = code.rfind("\n", 0, m.start()) + 1
+        if code[line_start : m.start()].lstrip().startswith("#"):  # a macro's own definition
+            continue
+        args = call_arguments(code, m.end() - 1)
+        name = m.group(1)
+        index = CALLS[name]
+        if args is None or len(args) <= index:
+            continue
+        fmt = format_of(args[index])
+        if fmt is None:
+            shape, fields = "{dynamic:text}", [{"name": "dynamic", "type": "text"}]
+        else:
+            shape, fields = notation(fmt.rstrip("\n"))
+        subsystems = sorted({s.removeprefix("NCCL_") for s in re.findall(r"NCCL_[A-Z_]+", args[0])}) if index else []
+        found.append(
+            {"level": LEVEL_OF[name], "subsystems": subsystems, "format": shape, "fields": fields, "file": path}
+        )
+    return found
+
+
+def census(repo: str) -> dict[str, Any]:
+    tags = release_tags(repo)
+    by_blob: dict[str, list[dict[str, Any]]] = {}
+    seen_in: dict[tuple[str, str, str], set[int]] = defaultdict(set)
+    first: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for index, tag in enumerate(tags):
+        blobs = source_blobs(repo, tag)
+        new = [blob for _, blob in blobs if blob not in by_blob]
+        texts = read_blobs(repo, new) if new else {}
+        for path, blob in blobs:
+            if blob not in by_blob:
+                by_blob[blob] = messages_of(path, texts[blob])
+            for msg in by_blob[blob]:
+                key = (msg["level"], msg["format"], path)
+                seen_in[key].add(index)
+                first.setdefault(key, {**msg, "file": path})
+    out = []
+    for key, entry in first.items():
+        spans: list[list[str]] = []
+        for i in sorted(seen_in[key]):
+            if spans and spans[-1][1] == tags[i - 1]:
+                spans[-1][1] = tags[i]
+            else:
+                spans.append([tags[i], tags[i]])
+        out.append({**entry, "releases": spans})
+    out.sort(key=lambda e: (e["file"], e["level"], e["format"]))
+    return {
+        "source": "NVIDIA/nccl release tags, read by tools/census/nccl_census.py (format facts only)",
+        "releases": tags,
+        "messages": out,
+    }
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or not Path(argv[0]).exists():
+        print(__doc__, file=sys.stderr)
+        return 2
+    found = census(argv[0])
+    messages = found.pop("messages")
+    # one message a line: a new release's census differs from the last by the lines it changes
+    head = json.dumps(found, sort_keys=True)[:-1]
+    sys.stdout.write(head + ', "messages": [\n')
+    sys.stdout.write(",\n".join(json.dumps(m, sort_keys=True) for m in messages))
+    sys.stdout.write("\n]}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
