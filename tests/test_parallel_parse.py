@@ -59,6 +59,20 @@ def test_ranges_start_at_line_starts_and_cover_the_file(big_mixed_file: Path) ->
         assert end == start and data[start - 1 : start] == b"\n"
 
 
+def test_the_first_range_is_short_so_that_its_records_are_walked_while_the_rest_is_parsed(
+    big_mixed_file: Path,
+) -> None:
+    data = big_mixed_file.read_bytes()
+    tasks = workers.tasks([InputFile(str(big_mixed_file), str(big_mixed_file))], 2)
+    spans = [t.span for t in tasks]
+    assert spans[0][0] == 0 and spans[-1][1] == len(data)
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert end == start and data[start - 1 : start] == b"\n"
+    first, second = (b - a for a, b in spans[:2])
+    assert 0.2 < first / (first + second) < 0.3  # a quarter of what one range would have been
+    assert split.first_range_cut(str(big_mixed_file), [(0, len(data))], 0.25) == [(0, len(data))]
+
+
 @pytest.mark.parametrize(("min_ranges", "workers", "expected"), [(5, 2, 4), (7, 2, 6), (3, 2, 2), (8, 2, 8), (1, 2, 1)])
 def test_a_file_is_cut_into_a_multiple_of_the_workers_ranges(
     big_mixed_file: Path, min_ranges: int, workers: int, expected: int
@@ -74,7 +88,7 @@ def test_a_file_is_cut_into_a_multiple_of_the_workers_ranges(
 @pytest.mark.parametrize("jobs", [2, 5])
 def test_a_file_read_in_ranges_gives_the_case_one_process_gives(big_mixed_file: Path, jobs: int) -> None:
     item = InputFile(str(big_mixed_file), str(big_mixed_file))
-    assert len(workers.tasks([item], jobs)) == jobs * split.RANGES_PER_WORKER  # it really is cut
+    assert len(workers.tasks([item], jobs)) == jobs * split.RANGES_PER_WORKER + 1  # it really is cut
     serial = read_case([str(big_mixed_file)], jobs=1)
     parallel = read_case([str(big_mixed_file)], jobs=jobs)
     assert parallel.exit_code == serial.exit_code
@@ -105,7 +119,7 @@ def test_every_text_fixture_read_in_ranges_gives_the_case_one_process_gives(
     rng.shuffle(texts)
     target = tmp_path / "pastes.log"
     target.write_bytes(b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts))
-    assert len(workers.tasks([InputFile(str(target), str(target))], jobs)) == jobs * split.RANGES_PER_WORKER
+    assert len(workers.tasks([InputFile(str(target), str(target))], jobs)) == jobs * split.RANGES_PER_WORKER + 1
     read_both_ways(target, jobs)
 
 
@@ -132,7 +146,7 @@ def test_several_large_files_share_the_workers(big_mixed_file: Path, tmp_path: P
     other = tmp_path / "second.log"
     other.write_bytes(big_mixed_file.read_bytes())
     items = [InputFile(str(p), str(p)) for p in (big_mixed_file, other)]
-    assert len(workers.tasks(items, 4)) == 4 * split.RANGES_PER_WORKER  # two workers' ranges each
+    assert len(workers.tasks(items, 4)) == 4 * split.RANGES_PER_WORKER + 2  # two workers' ranges each, first cut
     serial = read_case([str(big_mixed_file), str(other)], jobs=1)
     parallel = read_case([str(big_mixed_file), str(other)], jobs=4)
     assert parallel.case.model_dump() == serial.case.model_dump()
@@ -267,7 +281,7 @@ def test_workers_are_given_only_a_few_tasks_ahead_of_the_reader(
         )
     )
     work = workers.tasks([InputFile(str(target), str(target))], 2)
-    assert len(work) == 2 * split.RANGES_PER_WORKER
+    assert len(work) == 2 * split.RANGES_PER_WORKER + 1  # the first range cut short
     pool = workers.start(work, 2)
     try:
         assert len(pool.futures) == 2 * workers.AHEAD and len(pool.waiting) == len(work) - 2 * workers.AHEAD

@@ -25,6 +25,7 @@ SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: sta
 # than its end, so equal halves leave one worker idle; the pool hands out ranges as workers free up.
 RANGES_PER_WORKER = 4
 RANGE_MIN_BYTES = 16 * 1024 * 1024
+FIRST_RANGE_SHARE = 0.25  # of the first range, read as a range of its own (first_range_cut)
 RANGE_MAX_BYTES = 32 * 1024 * 1024  # a range's records wait whole for the reader: a 1 GB file is 32 ranges
 OTHER_LINES_KEEP = 2_000_000  # lines a range holds for the other readers; a file of mostly other text is read whole
 # a range's first other lines, all kept for the other readers: a matrix, table or report begun in the range
@@ -87,6 +88,23 @@ def byte_ranges(path: str, parts: int, min_bytes: int = 1, workers: int = 1) -> 
             if starts[-1] < start < size:
                 starts.append(start)
     return [(a, b) for a, b in zip(starts, [*starts[1:], size], strict=True)]
+
+
+def first_range_cut(path: str, spans: list[tuple[int, int]], share: float) -> list[tuple[int, int]]:
+    """`spans` with the first cut at the line start nearest `share` of its length. The reader walks a range's
+    records only once it is parsed whole, and a job's first bytes hold its init records, the most to walk:
+    a short first range lets the walk begin while the workers still parse the rest."""
+    if len(spans) < 2:
+        return spans
+    first_end = spans[0][1]
+    with open(path, "rb") as handle:
+        handle.seek(int(first_end * share))
+        window = handle.read(MAX_LINE_BYTES + 1)
+    newline = window.find(b"\n")
+    cut = int(first_end * share) + newline + 1
+    if newline < 0 or not 0 < cut < first_end:
+        return spans
+    return [(0, cut), (cut, first_end), *spans[1:]]
 
 
 _BOOK: tuple[str, ShapeBook] | None = None  # the shapes learnt from this process's last file

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ncclscope.inputs.opening import InputFile
 from ncclscope.parse import fields, split  # split loads the NCCL log parser: forked workers inherit it
-from ncclscope.parse.split import RangePart, byte_ranges, can_split, parse_range
+from ncclscope.parse.split import RangePart, byte_ranges, can_split, first_range_cut, parse_range
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -79,7 +79,9 @@ def tasks(files: list[InputFile], workers: int) -> list[InputFile]:
             # memory until the reader walks them
             size = os.path.getsize(item.path)
             parts = max(per_file * split.RANGES_PER_WORKER, -(-size // split.RANGE_MAX_BYTES))
-            spans = byte_ranges(item.path, parts, split.RANGE_MIN_BYTES, per_file)
+            spans = first_range_cut(
+                item.path, byte_ranges(item.path, parts, split.RANGE_MIN_BYTES, per_file), split.FIRST_RANGE_SHARE
+            )
             made.extend(InputFile(item.path, item.display, span) for span in spans)
         else:
             made.append(item)
