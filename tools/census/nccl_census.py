@@ -68,6 +68,14 @@ def read_blobs(repo: str, ids: list[str]) -> dict[str, str]:
     return texts
 
 
+def literal_end(text: str, i: int) -> int:
+    """Where the string or character literal opening at `i` ends (the index after its closing quote)."""
+    quote, j, n = text[i], i + 1, len(text)
+    while j < n and text[j] != quote:
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
 def without_comments(text: str) -> str:
     """The source with comments blanked (string and character literals kept whole)."""
     out: list[str] = []
@@ -75,11 +83,9 @@ def without_comments(text: str) -> str:
     while i < n:
         c = text[i]
         if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
+            end = literal_end(text, i)
+            out.append(text[i:end])
+            i = end
         elif text.startswith("//", i):
             j = text.find("\n", i)
             i = n if j < 0 else j
@@ -100,10 +106,7 @@ def call_arguments(text: str, start: int) -> list[str] | None:
     while i < n:
         c = text[i]
         if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
+            i = literal_end(text, i)
             continue
         if c in "([{":
             depth += 1
