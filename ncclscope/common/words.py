@@ -31,13 +31,18 @@ def exact_size(size: int, compact: bool = False) -> str:
     return f"{size} B"
 
 
-def number_ranges(numbers: Iterable[int], separator: str = ",") -> str:
-    """0-3,5,7-8: consecutive numbers as ranges, in order, each once."""
-    parts = []
+def number_runs(numbers: Iterable[int]) -> list[tuple[int, int]]:
+    """(first, last) of each run of consecutive numbers, in order, each number once."""
+    runs = []
     for _, run in itertools.groupby(enumerate(sorted(set(numbers))), key=lambda item: item[1] - item[0]):
         values = [value for _, value in run]
-        parts.append(str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}")
-    return separator.join(parts)
+        runs.append((values[0], values[-1]))
+    return runs
+
+
+def number_ranges(numbers: Iterable[int], separator: str = ",") -> str:
+    """0-3,5,7-8: consecutive numbers as ranges, in order, each once."""
+    return separator.join(str(a) if a == b else f"{a}-{b}" for a, b in number_runs(numbers))
 
 
 def plural(count: int, word: str) -> str:

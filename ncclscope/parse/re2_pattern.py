@@ -20,6 +20,8 @@ import re._constants as sre_c
 import re._parser as sre_parse
 from typing import Any
 
+from ncclscope.common.words import number_runs
+
 try:
     import re2  # type: ignore[import-untyped,unused-ignore]
 except ImportError:  # a platform without its wheel: the callers use Python's engine
@@ -126,19 +128,10 @@ def _in_bytes(items: Any) -> frozenset[int]:
 
 def _class(chosen: frozenset[int] | set[int]) -> str:
     """A class of these bytes less b'\\n', as ranges."""
-    values = sorted(set(chosen) - {NEWLINE})
-    if not values:
+    runs = number_runs(set(chosen) - {NEWLINE})
+    if not runs:
         return "[^\\x00-\\xff]"  # matches nothing
-    parts: list[str] = []
-    start = prev = values[0]
-    for value in [*values[1:], None]:
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        parts.append(_byte(start) if start == prev else f"{_byte(start)}-{_byte(prev)}")
-        if value is not None:
-            start = prev = value
-    return "[" + "".join(parts) + "]"
+    return "[" + "".join(_byte(a) if a == b else f"{_byte(a)}-{_byte(b)}" for a, b in runs) + "]"
 
 
 def _byte(value: int) -> str:

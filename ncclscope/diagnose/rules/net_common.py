@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ncclscope.case.facts import without_port
+from ncclscope.common.words import number_ranges
 from ncclscope.diagnose.rules.context import Context
 from ncclscope.model import Connection, Evidence, NcclMessage, NetDevice, Origin
 
@@ -29,20 +30,7 @@ def names(items: Iterable[object], limit: int = NAMES_SHOWN) -> str:
 
 def rank_list(ranks: Iterable[int]) -> str:
     """'0-3, 7, 9-10' for a set of ranks."""
-    values = sorted({r for r in ranks if r is not None and r >= 0})
-    parts: list[str] = []
-    start = prev = None
-    for value in values:
-        if start is None:
-            start = prev = value
-        elif value == prev + 1:  # type: ignore[operator]
-            prev = value
-        else:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = prev = value
-    if start is not None:
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-    return ", ".join(parts)
+    return number_ranges((r for r in ranks if r is not None and r >= 0), ", ")
 
 
 def unique_warnings(ctx: Context) -> list[NcclMessage]:

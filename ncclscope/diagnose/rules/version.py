@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ncclscope.common.versions import nccl_version, version_from_code
+from ncclscope.common.words import number_ranges
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Evidence, Finding, NcclMessage, Process
@@ -112,18 +113,7 @@ def driver_text(version: int) -> str:
 
 def rank_text(ranks: Iterable[int]) -> str:
     """[0,1,2,3,8] -> '0-3, 8'."""
-    values = sorted(set(ranks))
-    if not values:
-        return ""
-    parts, start, prev = [], values[0], values[0]
-    for v in values[1:] + [None]:  # type: ignore[list-item]
-        if v is not None and v == prev + 1:
-            prev = v
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if v is not None:
-            start = prev = v
-    return ", ".join(parts)
+    return number_ranges(ranks, ", ")
 
 
 def host_list(hosts: Iterable[str], limit: int = 6) -> str:
