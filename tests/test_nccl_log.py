@@ -689,3 +689,23 @@ def test_one_field_read_alone_is_the_field_the_whole_record_decodes() -> None:
         alone = {name: event.field(name) for name in event.shape.fields}  # before any whole decoding
         assert alone == event.fields, event.raw
         assert event.field("no_such_field") is None
+
+
+def test_2_30_config_overrides_and_net_device_counts_are_typed_with_their_fields() -> None:
+    """Issue 43 (families the census of NCCL 2.28-2.30 lists that the grammar did not know): a communicator
+    setting overridden by its variable, and the NICs per rank compared across the communicator."""
+    origin = "h100-r07:51820:51870 [0]"
+    event = only_event(f"{origin} NCCL INFO Comm config maxCTAs reset to NCCL_MAX_CTAS=16")
+    assert event.family == "comm_config_reset"
+    assert event.fields == {"config_name": "maxCTAs", "env_name": "NCCL_MAX_CTAS", "env_value": "16"}
+    event = only_event(f"{origin} NCCL INFO Comm config graphUsageMode reset to 1 by NCCL_GRAPH_MIXING_SUPPORT=0")
+    assert event.fields["reset_value"] == "1" and event.fields["env_name"] == "NCCL_GRAPH_MIXING_SUPPORT"
+    event = only_event(f"{origin} NCCL INFO Local CollNet device counts across ranks: min 0 max 2")
+    assert event.family == "net_device_counts"
+    assert event.fields == {"net_kind": "CollNet", "min_count": "0", "max_count": "2"}
+    event = only_event(
+        f"{origin} init.cc:1339 NCCL WARN Detected mixed local Net device counts across ranks (min 2, max 4). "
+        "Set NCCL_IGNORE_NET_MISMATCH=1 to continue."
+    )
+    assert (event.family, event.level) == ("net_device_mismatch", "WARN")
+    assert (event.fields["min_count"], event.fields["max_count"]) == ("2", "4")
