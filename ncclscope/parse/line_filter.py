@@ -53,10 +53,10 @@ class LineFilter:
         may be left out of the second (its start does not matter to the caller)."""
         if not lines:
             return {}, {}
-        if self._re2_pass is None:
-            return self._scan_python(lines, skip_start)
         data = b"\n".join(lines)
         starts = [0, *accumulate(len(line) + 1 for line in lines)][:-1]
+        if self._re2_pass is None:
+            return self._scan_python(lines, data, starts, skip_start)
         found: dict[int, int] = {}
         at_start: list[int] = []  # lines with a match at their start: the start expression's, or a word's
         hidden = self._hidden
@@ -83,8 +83,10 @@ class LineFilter:
                 opened[k] = m
         return found, opened
 
-    def _scan_python(self, lines: list[bytes], skip_start: int) -> tuple[dict[int, int], dict[int, re.Match[bytes]]]:
-        found = self._word_scan.scan(b"\n".join(lines), [0, *accumulate(len(line) + 1 for line in lines)][:-1])
+    def _scan_python(
+        self, lines: list[bytes], data: bytes, starts: list[int], skip_start: int
+    ) -> tuple[dict[int, int], dict[int, re.Match[bytes]]]:
+        found = self._word_scan.scan(data, starts)
         match = self._start
         opened: dict[int, re.Match[bytes]] = {}
         for k, line in enumerate(lines):

@@ -10,7 +10,6 @@ before anything else, loads none of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol
@@ -41,13 +40,12 @@ class OtherHints:
     in a whole block at once) and the patterns that a line's start is matched against."""
 
     words: tuple[bytes, ...]
-    start: Callable[[bytes], re.Match[bytes] | None]
-    starts: bytes  # the patterns alone, after what `start` lets come first (nccl_log.py joins them with its own)
-    pattern: re.Pattern[bytes]  # whose match is `start`
+    starts: bytes  # the patterns alone, after what `pattern` lets come first (nccl_log.py joins them with its own)
+    pattern: re.Pattern[bytes]  # matched at a line's start
 
     def wanted(self, line: bytes) -> bool:
         """The test for one line (where a block is not searched at once)."""
-        return any(word in line for word in self.words) or self.start(line) is not None
+        return any(word in line for word in self.words) or self.pattern.match(line) is not None
 
     def wanted_lines(self, lines: list[bytes]) -> list[bool]:
         """The test for many lines at once (one pass of line_filter.py)."""
@@ -78,4 +76,4 @@ def other_hints(readers: tuple[Any, ...]) -> OtherHints:
     words += tuple(w.encode() for w in OWN_WORDS)
     starts = "|".join(f"(?:{start})" for start in [*(r.HINT_START for r in readers), OWN_START] if start)
     pattern = re.compile(rf"{LINE_LEAD}(?:{starts})".encode())
-    return OtherHints(words, pattern.match, starts.encode(), pattern)
+    return OtherHints(words, starts.encode(), pattern)

@@ -151,4 +151,4 @@ def re2_compile(source: bytes) -> Any | None:
 
 def escape(word: bytes) -> bytes:
     """A literal in RE2 source."""
-    return b"".join(bytes([b]) if chr(b).isascii() and chr(b).isalnum() else b"\\x%02x" % b for b in word)
+    return "".join(_byte(b) for b in word).encode("latin-1")

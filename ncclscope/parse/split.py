@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from ncclscope.inputs.opening import MAX_LINE_BYTES, InputFile, ReadStats, iter_blocks, read_head
 from ncclscope.parse import sniff
@@ -79,15 +80,17 @@ def byte_ranges(path: str, parts: int, min_bytes: int = 1, workers: int = 1) -> 
     starts = [0]
     with open(path, "rb") as handle:
         for k in range(1, parts):
-            handle.seek(max(k * size // parts, starts[-1]))
-            window = handle.read(MAX_LINE_BYTES + 1)
-            newline = window.find(b"\n")
-            if newline < 0:
-                continue  # one very long line: the range before takes it
-            start = handle.tell() - len(window) + newline + 1
-            if starts[-1] < start < size:
+            start = _next_line_start(handle, max(k * size // parts, starts[-1]))
+            if start is not None and starts[-1] < start < size:  # None: one very long line, the range before takes it
                 starts.append(start)
     return [(a, b) for a, b in zip(starts, [*starts[1:], size], strict=True)]
+
+
+def _next_line_start(handle: BinaryIO, at: int) -> int | None:
+    """The first line start after byte `at` (None when no line ends within MAX_LINE_BYTES of it)."""
+    handle.seek(at)
+    newline = handle.read(MAX_LINE_BYTES + 1).find(b"\n")
+    return None if newline < 0 else at + newline + 1
 
 
 def first_range_cut(path: str, spans: list[tuple[int, int]], share: float) -> list[tuple[int, int]]:
@@ -98,11 +101,8 @@ def first_range_cut(path: str, spans: list[tuple[int, int]], share: float) -> li
         return spans
     first_end = spans[0][1]
     with open(path, "rb") as handle:
-        handle.seek(int(first_end * share))
-        window = handle.read(MAX_LINE_BYTES + 1)
-    newline = window.find(b"\n")
-    cut = int(first_end * share) + newline + 1
-    if newline < 0 or not 0 < cut < first_end:
+        cut = _next_line_start(handle, int(first_end * share))
+    if cut is None or not 0 < cut < first_end:
         return spans
     return [(0, cut), (cut, first_end), *spans[1:]]
 
