@@ -25,7 +25,7 @@ import numpy as np
 from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedToken
 
-from ncclscope.parse import line_hints
+from ncclscope.parse import grammars, line_hints
 from ncclscope.parse.coarse import (
     COARSE_FAMILIES,
     CoarseTemplate,
@@ -114,6 +114,9 @@ ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 BARE_TOO_PLAIN = frozenset({"system_footer"})
 
 
+CENSUS_FALLBACK = True  # read unknown INFO messages with grammars/nccl_census.lark (off: the census tools' own check)
+LOCATED_RE = re.compile(r"(\S+\.\w+:\d+ \([^()\s]*\)) ")  # INFO_LOC's call site (2.30.7): "init.cc:123 (func) "
+CENSUS_FIELD_SUFFIX_RE = re.compile(r"__[a-z0-9]+$")  # the census grammar's field rules are named field__terminal
 NCCL_LINE_MAX = 1023  # NCCL formats each debug line into a 1024-byte buffer (src/debug.cc) and cuts the rest
 
 
@@ -161,6 +164,25 @@ def _valid_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _census_record(message: str) -> tuple[str, dict[str, Any], Span | None] | None:
+    """(family, fields, location) of an INFO message that grammars/nccl_census.lark knows, or None. The fields
+    are spans in `message`, named as in the census; the location is the span of the call site that 2.30.7's
+    INFO_LOC writes before the message ("init.cc:123 (ncclCommInitRank) "), when there is one."""
+    located = LOCATED_RE.match(message)
+    at = located.end() if located else 0
+    try:
+        tree = grammars.load("nccl_census").parse(message[at:])
+    except LarkError:
+        return None
+    rule = tree.children[0] if tree.data == "start" and tree.children else tree
+    if not isinstance(rule, Tree):
+        return None
+    fields = {CENSUS_FIELD_SUFFIX_RE.sub("", k): v for k, v in extract(rule).items()}
+    if at:
+        fields = shift(fields, lambda a, b: (a + at, b + at))
+    return str(rule.data), fields, (located.span(1) if located else None)
 
 
 @cache
@@ -223,6 +245,11 @@ class NcclLogParser:
         return self._result
 
     # ----------------------------------------------------------------------------------- lines
+    def shape_of(self, line: bytes) -> LineShape:
+        """How the grammar reads one line, outside any block: its records' level, family, prefix and field
+        spans (the census test and tools, tools/census)."""
+        return self._learn(line)
+
     def feed_block(self, data: bytes, first_line: int) -> None:
         """`data` holds whole lines separated by b'\\n' (no trailing newline)."""
         data = unwrap_autolinks(data)
@@ -755,6 +782,14 @@ class NcclLogParser:
             elif isinstance(child, Token) and child.type == "TEXT":
                 message = span_of(child)
         mapped = {k: mapper(*v) for k, v in prefix.items()}
+        if level == "INFO" and message and CENSUS_FALLBACK:
+            known = _census_record(text[message[0] : message[1]])
+            if known is not None:  # a message of NCCL's the census knows (grammars/nccl_census.lark)
+                family, census_fields, location = known
+                shifted = shift(census_fields, lambda a, b: mapper(a + message[0], b + message[0]))
+                if location is not None:
+                    mapped["location"] = mapper(location[0] + message[0], location[1] + message[0])
+                return RecordShape(whole, level, family, prefix=mapped, fields=shifted)
         fields = {"text": mapper(*message)} if message else {}
         if level in ("WARN", "ABORT"):
             # any WARN is a WARN: its text is kept whole and grouped by message later

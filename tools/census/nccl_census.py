@@ -6,6 +6,10 @@ typed fields of its format, its source file and the releases that print it.
 Usage::
 
     python tools/census/nccl_census.py PATH/TO/nccl.git > tools/census/nccl.json
+    python tools/census/nccl_census.py --project rccl PATH/TO/rccl.git > tools/census/rccl.json
+
+RCCL (ROCm/rccl, AMD's fork of NCCL, printing through the same macros) is read at its ROCm release tags from
+5.0 on and at the checkout's newest commit (named ``develop-<its date>``).
 
 Notation: the format's constant text with each conversion written ``{name:type}``, where type is int,
 uint, hex, float, text, ptr or char, and name the word before the field (``rank %d`` -> ``rank {rank:int}``)
@@ -28,6 +32,8 @@ LEVEL_OF = {"INFO_LOC": "INFO", "TRACE_LOC": "TRACE", **{name: name for name in 
 CALL_RE = re.compile(r"(?<![\w.>])(" + "|".join(sorted(CALLS, key=len, reverse=True)) + r")\s*\(")
 SUFFIXES = (".cc", ".cu", ".h", ".c", ".cpp", ".hpp")
 TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-(\d+)$")
+RCCL_TAG_RE = re.compile(r"^rocm-(\d+)\.(\d+)\.(\d+)$")
+SOURCES = {"nccl": "NVIDIA/nccl release tags", "rccl": "ROCm/rccl ROCm release tags and its newest commit"}
 PRI = {"PRIx64": "lx", "PRIX64": "lX", "PRIu64": "lu", "PRId64": "ld", "PRIi64": "ld", "PRIxPTR": "lx"}
 CONVERSION_RE = re.compile(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|L|z|j|t)?([diouxXeEfFgGaAcspn%])")
 TYPE_OF = {"d": "int", "i": "int", "u": "uint", "o": "uint", "x": "hex", "X": "hex", "c": "char", "s": "text"}
@@ -35,17 +41,28 @@ TYPE_OF.update({"p": "ptr", "n": "int", **dict.fromkeys("eEfFgGaA", "float")})
 WORD_BEFORE_RE = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_]*)\W{0,3}$")
 
 
-def release_tags(repo: str) -> list[str]:
-    """The release tags from 2.3 on, oldest first."""
+def release_tags(repo: str, project: str = "nccl") -> list[str]:
+    """The release tags from 2.3 on (RCCL: ROCm 5.0 on, then the newest commit), oldest first."""
     out = subprocess.run(["git", "-C", repo, "tag"], capture_output=True, text=True, check=True).stdout
-    tags = [t for t in out.split() if (m := TAG_RE.match(t)) and (int(m[1]), int(m[2])) >= (2, 3)]
-    return sorted(tags, key=lambda t: tuple(int(x) for x in TAG_RE.match(t).groups()))  # type: ignore[union-attr]
+    pattern, first = (TAG_RE, (2, 3)) if project == "nccl" else (RCCL_TAG_RE, (5, 0))
+    tags = [t for t in out.split() if (m := pattern.match(t)) and (int(m[1]), int(m[2])) >= first]
+    tags.sort(key=lambda t: tuple(int(x) for x in pattern.match(t).groups()))  # type: ignore[union-attr]
+    if project == "rccl":
+        date = subprocess.run(
+            ["git", "-C", repo, "log", "-1", "--format=%cs", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        tags.append(f"develop-{date}")
+    return tags
+
+
+def _revision(tag: str) -> str:
+    return "HEAD" if tag.startswith("develop-") else tag
 
 
 def source_blobs(repo: str, tag: str) -> list[tuple[str, str]]:
     """(path, blob id) of the C/C++ sources under src/ at `tag`."""
     out = subprocess.run(
-        ["git", "-C", repo, "ls-tree", "-r", tag, "--", "src"], capture_output=True, text=True, check=True
+        ["git", "-C", repo, "ls-tree", "-r", _revision(tag), "--", "src"], capture_output=True, text=True, check=True
     ).stdout
     blobs = []
     for line in out.splitlines():
@@ -190,14 +207,15 @@ def messages_of(path: str, text: str) -> list[dict[str, Any]]:
         else:
             shape, fields = notation(fmt.rstrip("\n"))
         subsystems = sorted({s.removeprefix("NCCL_") for s in re.findall(r"NCCL_[A-Z_]+", args[0])}) if index else []
-        found.append(
-            {"level": LEVEL_OF[name], "subsystems": subsystems, "format": shape, "fields": fields, "file": path}
-        )
+        entry = {"level": LEVEL_OF[name], "subsystems": subsystems, "format": shape, "fields": fields, "file": path}
+        if name.endswith("_LOC"):
+            entry["located"] = True  # printed behind "file:line (function) " (INFO_LOC, 2.30.7)
+        found.append(entry)
     return found
 
 
-def census(repo: str) -> dict[str, Any]:
-    tags = release_tags(repo)
+def census(repo: str, project: str = "nccl") -> dict[str, Any]:
+    tags = release_tags(repo, project)
     by_blob: dict[str, list[dict[str, Any]]] = {}
     seen_in: dict[tuple[str, str, str], set[int]] = defaultdict(set)
     first: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -223,17 +241,20 @@ def census(repo: str) -> dict[str, Any]:
         out.append({**entry, "releases": spans})
     out.sort(key=lambda e: (e["file"], e["level"], e["format"]))
     return {
-        "source": "NVIDIA/nccl release tags, read by tools/census/nccl_census.py (format facts only)",
+        "source": f"{SOURCES[project]}, read by tools/census/nccl_census.py (format facts only)",
         "releases": tags,
         "messages": out,
     }
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0]).exists():
+    project = "nccl"
+    if argv[:1] == ["--project"] and len(argv) > 1:
+        project, argv = argv[1], argv[2:]
+    if len(argv) != 1 or not Path(argv[0]).exists() or project not in SOURCES:
         print(__doc__, file=sys.stderr)
         return 2
-    found = census(argv[0])
+    found = census(argv[0], project)
     messages = found.pop("messages")
     # one message a line: a new release's census differs from the last by the lines it changes
     head = json.dumps(found, sort_keys=True)[:-1]
