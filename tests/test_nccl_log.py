@@ -709,3 +709,70 @@ def test_2_30_config_overrides_and_net_device_counts_are_typed_with_their_fields
     )
     assert (event.family, event.level) == ("net_device_mismatch", "WARN")
     assert (event.fields["min_count"], event.fields["max_count"]) == ("2", "4")
+
+
+def test_rccl_forms_are_typed_with_their_fields() -> None:
+    """Issue 43: what newer RCCL builds print beside NCCL's messages (grammars/nccl_log/65_rccl_and_old_forms.lark,
+    fixtures/nccl/rccl_2_27_two_gpus_xgmi.log): its version with the build apart, the communicator it ends
+    Trees and connection lines with, the extra fields of its COLL lines, its own messages."""
+    origin = "mi300-n07:40211:40251 [0]"
+    event = only_event(f"{origin} NCCL INFO RCCL version : 2.27.7-HEAD:4c1f0aa")
+    assert event.family == "version" and event.fields == {"nccl_version": "2.27.7", "rccl_build": "-HEAD:4c1f0aa"}
+    event = only_event(f"{origin} NCCL INFO Hipruntime version: 70253211, firmware version: 177")
+    assert event.fields == {"hip_runtime_version": "70253211", "firmware_version": "177"}
+    event = only_event(
+        f"{origin} NCCL INFO [node_id = 2; gpu_id = 48862; unique_id = 731; location_id = 6656; bdf = 6656; "
+        "domain = 0; partition = 0], "
+    )
+    assert event.family == "rccl_gpu_node" and event.fields["gpu_id"] == "48862" and event.fields["bdf"] == "6656"
+    event = only_event(
+        f"{origin} NCCL INFO comm:0x55e1c0a01f0, nRanks:2, nNodes:1, coll channels:2 collnet channels:0, "
+        "nvls channels:0, p2p channels:2, p2p channels per peer:1, shiftSize:0"
+    )
+    assert event.family == "rccl_comm_channels"
+    channels = (event.fields["comm"], event.fields["coll_channels"], event.fields["p2p_per_peer"])
+    assert channels == ("0x55e1c0a01f0", "2", "1")
+    event = only_event(f"{origin} NCCL INFO Trees [0] -1/-1/-1->0->1 comm 0x55e1c0a01f0 nRanks 02 busId a000")
+    assert event.family == "trees" and event.fields["rccl_comm_tail"] == {
+        "comm": "0x55e1c0a01f0", "nranks": "02", "bus_id": "a000"
+    }  # fmt: skip
+    for line, family in [
+        ("Kernel version 7.0", "rccl_kernel_version"),
+        ("RCCL: Detected 0 IB devices, primary type: 0 (count: 0)", "rccl_ib_devices"),
+        ("                + XGMI[64.0] - DEV/0-1a000", "topo_link"),
+        ("RCCL Tuning index:0", "rccl_tuning_index"),
+        ("GFX9 cheap fence is OFF", "rccl_gfx9_fence"),
+        ("[RINGS]  00->01 01->00", "rccl_rings"),
+        ("post-adjustment based on threadThreshold:64 nBytes:1048576 nc:2", "rccl_thread_adjustment"),
+        ("Memory used = 201326592", "rccl_memory_used"),
+        ("Could not open libibverbs.so", "ibverbs_missing"),
+    ]:
+        assert only_event(f"{origin} NCCL INFO {line}").family == family, line
+    # NCCL's own COLL line with RCCL's acc pointer and task fields: read as COLL calls (a bulk family)
+    result = fed(
+        [
+            f"{origin} NCCL INFO AllReduce: opCount {k:x} sendbuff 0x7f3a10400000 recvbuff 0x7f3a10400000 acc (nil) "
+            f"count 262144 datatype 7 op 0 root 0 comm 0x55e1c0a01f0 [nranks=2] stream 0x55e1c0b0200 task {k} "
+            "globalrank 0"
+            for k in range(3)
+        ]
+    ).result
+    assert result.unrecognized_count == 0 and sum(entry[0] for entry in result.coll_calls.values()) == 3
+
+
+def test_a_message_the_census_knows_is_typed_with_the_census_s_fields() -> None:
+    """Issue 43: an INFO message the hand-written grammar does not know is read by grammars/nccl_census.lark
+    (tools/census): a family named after its words, fields named as in the census, 2.30.7's INFO_LOC call site
+    as the record's location; a message no census holds stays an unknown message."""
+    origin = "[2026-11-02 16:20:12] gke-a3-node-2:812:1204 [0]"
+    event = only_event(f"{origin} NCCL INFO NET/FastSocket : Connected after 12 retries.")
+    assert event.family == "msg_net_fastsocket_connected_after_retries" and event.fields == {"after": "12"}
+    event = only_event(f"{origin} NCCL INFO P2P not supported between GPU0 and GPU4")
+    assert event.fields == {"gpu": "0", "gpu_2": "4"}
+    line = f"{origin} NCCL INFO init.cc:1702 (ncclCommInitRankFunc) netName buffer Size 256 pointer 0x55c01e2a41d0"
+    event = only_event(line)
+    assert event.family == "msg_netname_buffer_size_pointer"
+    assert event.fields == {"size": "256", "pointer": "0x55c01e2a41d0"}
+    assert event.location == "init.cc:1702 (ncclCommInitRankFunc)"
+    result = fed([f"{origin} NCCL INFO Frobnicated the widget cache 3 times"]).result
+    assert result.unrecognized_count == 1 and result.unrecognized[0].reason == "unknown message"

@@ -524,7 +524,7 @@ def test_markdown_headings_are_not_nccl_tests():
         ("v2017_layout.txt", "all_reduce", 4, "v1", 25, 17.1871),
         ("v2_11_all_gather.txt", "all_gather", 8, "v2.0-2.11", 23, 65.7766),
         ("v2_11_reduce_root.txt", "reduce", 8, "v2.0-2.11", 25, 44.6221),
-        ("v2_13_empty_redop_alltoall.txt", None, 8, "v2.13+", 19, 9.79066),
+        ("v2_13_empty_redop_alltoall.txt", "alltoall", 8, "v2.13+", 19, 9.79066),
         ("v2_17_unified_8xh100.txt", "all_gather", 8, "v2.13+", 31, 133.475),
         ("v2_19_exponent_numbers.txt", "all_reduce", 16, "v2.13+", 15, 1.04628),
         ("v2_19_cputime_timestamps.txt", "reduce_scatter", 4, "v2.13+", 17, 7.76644),
@@ -592,7 +592,7 @@ def test_fixture_v2_13_empty_redop_row():
         10705.0,
         25.08,
         21.24,
-        0.0,
+        None,  # alltoall checks no in-place result: N/A (nccl-tests src/alltoall.cu)
     )
     assert [device.host for device in run.devices].count("gpu-e02") == 4
 
@@ -929,10 +929,41 @@ def test_a_failure_before_any_preamble_ends_a_run_of_its_own():
     assert (table.nranks, len(table.rows), len(table.devices)) == (3, 3, 3)
 
 
-def test_a_table_whose_cells_fit_two_tests_leaves_the_collective_unknown():
-    """sum with root -1 and size = count x 4 is all_reduce or sendrecv; busbw 0.00 cannot tell them apart."""
+def test_in_place_checks_tell_all_reduce_from_sendrecv():
+    """sum with root -1 and size = count x 4 is all_reduce or sendrecv, and busbw 0.00 cannot tell them apart;
+    sendrecv checks no in-place result (nccl-tests src/sendrecv.cu: its in-place #wrong is N/A), so a number
+    there says all_reduce, and N/A beside a checked out-of-place result says sendrecv."""
     table = read_fixture("v2_13_pasted_outside_fence.txt")[1]
-    assert table.collective is None and "collective" not in table.inferred
+    assert table.collective == "all_reduce"
+    assert "in-place results checked" in table.inferred["collective"]
+    rows = "\n".join(
+        f"{size:>12} {size // 4:>13}     float     sum      -1    25.06    0.00    0.00       0    25.95    0.00    0.00"
+        f"    {wrong}"
+        for size in (8, 16, 32)
+        for wrong in ["N/A"]
+    )
+    header = (
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw"
+        " #wrong\n"
+    )
+    run = _run_of(HEADER + header + rows + "\n")
+    assert run.collective == "sendrecv" and "in-place #wrong N/A" in run.inferred["collective"]
+
+
+def test_a_table_whose_cells_fit_two_tests_leaves_the_collective_unknown():
+    """With the data check off (-c 0) both #wrong cells are N/A: sum with root -1 and size = count x 4 stays
+    all_reduce or sendrecv while busbw 0.00 cannot tell the bus factor."""
+    rows = "\n".join(
+        f"{size:>12} {size // 4:>13}     float     sum      -1    25.06    0.00    0.00     N/A    25.95    0.00    0.00"
+        "     N/A"
+        for size in (8, 16, 32)
+    )
+    header = (
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw"
+        " #wrong\n"
+    )
+    run = _run_of(HEADER + header + rows + "\n")
+    assert run.collective is None and "collective" not in run.inferred
 
 
 def test_each_command_line_begins_a_run_named_after_its_binary():

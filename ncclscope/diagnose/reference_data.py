@@ -26,6 +26,8 @@ class Judging(_Data):
     judge_min_bytes_source: str
     provisional_min_bytes: int
     provisional_min_bytes_source: str
+    floor_error_below: float  # the error threshold against a floor (the NIC's speed or count unknown)
+    floor_error_below_source: str
 
 
 class NcclNvlinkBandwidth(_Data):

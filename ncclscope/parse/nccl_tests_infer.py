@@ -28,6 +28,9 @@ PER_RANK_SIZE = frozenset({"all_gather", "reduce_scatter", "alltoall", "gather",
 ONE_RANK_SIZE = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})  # size = count
 REDUCING = frozenset({"all_reduce", "reduce_scatter", "reduce", "sendrecv"})  # sendrecv prints an op, unused
 ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
+# tests that check no in-place result: their in-place #wrong cell is N/A while out-of-place is checked
+# (nccl-tests src/sendrecv.cu, alltoall.cu, alltoallv.cu: reportErrors = in_place ? 0 : 1)
+UNCHECKED_IN_PLACE = frozenset({"sendrecv", "alltoall", "alltoallv"})
 FACTOR_ONE = frozenset({"broadcast", "reduce", "sendrecv", "hypercube"})
 FACTOR_PER_RANK = PER_RANK_SIZE  # (n-1)/n
 OLD_FACTOR_ONE = frozenset({"all_gather", "reduce_scatter"})  # before nccl-tests v2.9.0 (C.9 history)
@@ -100,6 +103,13 @@ def infer(run: BenchmarkRun, columns: list[str]) -> Inference:
             narrow(ROOTED, "a root rank in the root column")
         else:
             narrow(ALL - ROOTED, "root -1 in every row")
+
+    checked = [r for r in rows if r.out_of_place.wrong is not None]  # with -c 0 neither side is checked
+    if checked and not old:
+        if all(r.in_place.wrong is None for r in checked):
+            narrow(UNCHECKED_IN_PLACE, "in-place #wrong N/A where out-of-place is checked")
+        else:
+            narrow(ALL - UNCHECKED_IN_PLACE, "in-place results checked (#wrong a number)")
 
     n_given = run.nranks
     per_rank = _size_ratio(rows)

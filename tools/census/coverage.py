@@ -123,7 +123,12 @@ def typed(line: str) -> bool:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show", type=int, default=25, help="untyped messages of the newest release to list")
-    parser.add_argument("--census", default="nccl", choices=("nccl", "rccl"), help="NCCL's (default) or RCCL's")
+    parser.add_argument(
+        "--census",
+        default="nccl",
+        choices=("nccl", "rccl", "aws-ofi-nccl", "nccl-fastsocket"),
+        help="whose (default: NCCL's)",
+    )
     args = parser.parse_args(argv)
     census = json.loads(CENSUS.with_name(f"{args.census}.json").read_text(encoding="utf-8"))
     releases: list[str] = census["releases"]

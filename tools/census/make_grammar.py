@@ -1,6 +1,6 @@
 """Writes grammars/nccl_census.lark: the INFO messages of the censuses (tools/census/nccl.json, then RCCL's
-rccl.json) that the hand-written grammar (grammars/nccl_log/) does not type, as grammar rules in our notation
-(issue 43).
+rccl.json and the network plugins' aws-ofi-nccl.json and nccl-fastsocket.json) that the hand-written grammar
+(grammars/nccl_log/) does not type, as grammar rules in our notation (issue 43).
 
 Each message becomes one rule named after its constant words (`msg_p2p_not_supported_between_gpu`), whose
 constant words are literals and whose fields are rules named as in the census (`gpu`). The NCCL log parser
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import coverage  # noqa: E402  (tools/census/coverage.py: how a census message is made into a line)
 
-CENSUSES = [Path(__file__).with_name(name) for name in ("nccl.json", "rccl.json")]
+CENSUSES = [Path(__file__).with_name(f"{name}.json") for name in ("nccl", "rccl", "aws-ofi-nccl", "nccl-fastsocket")]
 GRAMMAR = REPO / "grammars" / "nccl_census.lark"
 FIELD_RE = re.compile(r"\{(\w+):(\w+)\}")
 # a field's type -> the terminal that reads it; text in the middle of a message is one word, at its end the rest.
@@ -40,8 +40,9 @@ FIELD_RE = re.compile(r"\{(\w+):(\w+)\}")
 # place (respFd %d and respFd %p), the lexer must not choose between them.
 TERMINAL = {"int": "NUM", "uint": "NUM", "hex": "NUM", "ptr": "NUM", "float": "NUM", "char": "CHAR"}
 HEADER = """\
-// NCCL INFO messages that grammars/nccl_log/ does not know, from the censuses of NCCL's and RCCL's
-// messages (tools/census/nccl.json and rccl.json, format facts per release).
+// NCCL INFO messages that grammars/nccl_log/ does not know, from the censuses of the messages of NCCL,
+// RCCL and the network plugins aws-ofi-nccl and nccl-fastsocket (tools/census/*.json, format facts per
+// release).
 // WRITTEN BY tools/census/make_grammar.py: do not edit. A message that deserves fields a rule reads gets a
 // hand-written family in grammars/nccl_log/ instead.
 //
@@ -171,7 +172,9 @@ def grammar(messages: list[dict[str, Any]]) -> tuple[str, dict[str, str]]:
                 terminal = "DIGITS"  # "version 1.21": the number ends at the dot (NUM would read 1.21)
             rule = f"{field}__{terminal.lower()}"
             field_rules[rule] = terminal
-            symbols.append(rule)
+            # text may be empty: at the end ("Matrix:%s" whose table follows on the next lines), or quoted ('%s')
+            optional = type_ == "text" and (last or terminal.startswith("UPTO"))
+            symbols.append(rule + ("?" if optional else ""))
         where = f"{message['project']} " if message["project"] != "nccl" else ""
         rules.append(f"{name}: {' '.join(symbols)}  // {where}{Path(message['file']).name} {_span(message)}")
         names.append(name)

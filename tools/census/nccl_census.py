@@ -7,9 +7,13 @@ Usage::
 
     python tools/census/nccl_census.py PATH/TO/nccl.git > tools/census/nccl.json
     python tools/census/nccl_census.py --project rccl PATH/TO/rccl.git > tools/census/rccl.json
+    python tools/census/nccl_census.py --project aws-ofi-nccl PATH/TO/aws-ofi-nccl.git > tools/census/aws-ofi-nccl.json
+    python tools/census/nccl_census.py --project nccl-fastsocket PATH/TO/nccl-fastsocket.git > ...
 
 RCCL (ROCm/rccl, AMD's fork of NCCL, printing through the same macros) is read at its ROCm release tags from
-5.0 on and at the checkout's newest commit (named ``develop-<its date>``).
+5.0 on and at the checkout's newest commit (named ``develop-<its date>``); the network plugins aws-ofi-nccl
+(its own macros, which put "NET/OFI " first) at its release tags from 1.7, Google's nccl-fastsocket at its
+newest commit (it has no release tags). See PROJECTS.
 
 Notation: the format's constant text with each conversion written ``{name:type}``, where type is int,
 uint, hex, float, text, ptr or char, and name the word before the field (``rank %d`` -> ``rank {rank:int}``)
@@ -24,16 +28,56 @@ import re
 import subprocess
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 CALLS = {"INFO": 1, "TRACE": 1, "INFO_LOC": 1, "TRACE_LOC": 1, "WARN": 0, "VERSION": 0}  # -> the format's argument
 LEVEL_OF = {"INFO_LOC": "INFO", "TRACE_LOC": "TRACE", **{name: name for name in ("INFO", "TRACE", "WARN", "VERSION")}}
-CALL_RE = re.compile(r"(?<![\w.>])(" + "|".join(sorted(CALLS, key=len, reverse=True)) + r")\s*\(")
+# aws-ofi-nccl logs through its own macros, which put "NET/OFI " before the format (include/nccl_ofi_log.h)
+OFI_CALLS = {"NCCL_OFI_INFO": 1, "NCCL_OFI_TRACE": 1, "NCCL_OFI_WARN": 0}
+OFI_LEVEL_OF = {"NCCL_OFI_INFO": "INFO", "NCCL_OFI_TRACE": "TRACE", "NCCL_OFI_WARN": "WARN"}
 SUFFIXES = (".cc", ".cu", ".h", ".c", ".cpp", ".hpp")
 TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-(\d+)$")
 RCCL_TAG_RE = re.compile(r"^rocm-(\d+)\.(\d+)\.(\d+)$")
-SOURCES = {"nccl": "NVIDIA/nccl release tags", "rccl": "ROCm/rccl ROCm release tags and its newest commit"}
+OFI_TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where a project's messages are and how it prints them."""
+
+    source: str  # said in the census file
+    tags: re.Pattern[str] | None  # its release tags (None: the newest commit only)
+    first: tuple[int, int]  # the first release read
+    folders: tuple[str, ...]  # where its sources are ("" : the top)
+    calls: dict[str, int]  # logging macro -> the index of its format argument
+    level_of: dict[str, str]
+    lead: str = ""  # what the macro puts before the format
+    newest_commit: bool = False  # also read the newest commit (develop-<date>)
+
+
+PROJECTS = {
+    "nccl": Project("NVIDIA/nccl release tags", TAG_RE, (2, 3), ("src",), CALLS, LEVEL_OF),
+    "rccl": Project(
+        "ROCm/rccl ROCm release tags and its newest commit", RCCL_TAG_RE, (5, 0), ("src",), CALLS, LEVEL_OF,
+        newest_commit=True,
+    ),
+    "aws-ofi-nccl": Project(
+        "aws/aws-ofi-nccl release tags", OFI_TAG_RE, (1, 7), ("src", "include"), OFI_CALLS, OFI_LEVEL_OF,
+        lead="NET/OFI ",
+    ),
+    "nccl-fastsocket": Project(
+        "google/nccl-fastsocket (no release tags: its newest commit)", None, (0, 0), ("",), CALLS, LEVEL_OF,
+        newest_commit=True,
+    ),
+}  # fmt: skip
+
+
+def call_re(calls: dict[str, int]) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.>])(" + "|".join(sorted(calls, key=len, reverse=True)) + r")\s*\(")
+
+
 PRI = {"PRIx64": "lx", "PRIX64": "lX", "PRIu64": "lu", "PRId64": "ld", "PRIi64": "ld", "PRIxPTR": "lx"}
 CONVERSION_RE = re.compile(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|L|z|j|t)?([diouxXeEfFgGaAcspn%])")
 TYPE_OF = {"d": "int", "i": "int", "u": "uint", "o": "uint", "x": "hex", "X": "hex", "c": "char", "s": "text"}
@@ -41,13 +85,15 @@ TYPE_OF.update({"p": "ptr", "n": "int", **dict.fromkeys("eEfFgGaA", "float")})
 WORD_BEFORE_RE = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_]*)\W{0,3}$")
 
 
-def release_tags(repo: str, project: str = "nccl") -> list[str]:
-    """The release tags from 2.3 on (RCCL: ROCm 5.0 on, then the newest commit), oldest first."""
-    out = subprocess.run(["git", "-C", repo, "tag"], capture_output=True, text=True, check=True).stdout
-    pattern, first = (TAG_RE, (2, 3)) if project == "nccl" else (RCCL_TAG_RE, (5, 0))
-    tags = [t for t in out.split() if (m := pattern.match(t)) and (int(m[1]), int(m[2])) >= first]
-    tags.sort(key=lambda t: tuple(int(x) for x in pattern.match(t).groups()))  # type: ignore[union-attr]
-    if project == "rccl":
+def release_tags(repo: str, project: Project) -> list[str]:
+    """The release tags from the project's first on, oldest first, then its newest commit where it says so."""
+    tags: list[str] = []
+    if project.tags is not None:
+        out = subprocess.run(["git", "-C", repo, "tag"], capture_output=True, text=True, check=True).stdout
+        pattern = project.tags
+        tags = [t for t in out.split() if (m := pattern.match(t)) and (int(m[1]), int(m[2])) >= project.first]
+        tags.sort(key=lambda t: tuple(int(x) for x in pattern.match(t).groups()))  # type: ignore[union-attr]
+    if project.newest_commit:
         date = subprocess.run(
             ["git", "-C", repo, "log", "-1", "--format=%cs", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
@@ -59,15 +105,16 @@ def _revision(tag: str) -> str:
     return "HEAD" if tag.startswith("develop-") else tag
 
 
-def source_blobs(repo: str, tag: str) -> list[tuple[str, str]]:
-    """(path, blob id) of the C/C++ sources under src/ at `tag`."""
+def source_blobs(repo: str, tag: str, folders: tuple[str, ...] = ("src",)) -> list[tuple[str, str]]:
+    """(path, blob id) of the C/C++ sources in `folders` at `tag` (tests left out)."""
+    where = [f for f in folders if f] or []
     out = subprocess.run(
-        ["git", "-C", repo, "ls-tree", "-r", _revision(tag), "--", "src"], capture_output=True, text=True, check=True
+        ["git", "-C", repo, "ls-tree", "-r", _revision(tag), "--", *where], capture_output=True, text=True, check=True
     ).stdout
     blobs = []
     for line in out.splitlines():
         meta, _, path = line.partition("\t")
-        if path.endswith(SUFFIXES):
+        if path.endswith(SUFFIXES) and not path.startswith("tests/"):
             blobs.append((path, meta.split()[2]))
     return blobs
 
@@ -189,43 +236,45 @@ def notation(fmt: str) -> tuple[str, list[dict[str, str]]]:
     return "".join(out), fields
 
 
-def messages_of(path: str, text: str) -> list[dict[str, Any]]:
+def messages_of(path: str, text: str, project: Project = PROJECTS["nccl"]) -> list[dict[str, Any]]:
     found = []
     code = without_comments(text)
-    for m in CALL_RE.finditer(code):
+    for m in call_re(project.calls).finditer(code):
         line_start = code.rfind("\n", 0, m.start()) + 1
         if code[line_start : m.start()].lstrip().startswith("#"):  # a macro's own definition
             continue
         args = call_arguments(code, m.end() - 1)
         name = m.group(1)
-        index = CALLS[name]
+        index = project.calls[name]
         if args is None or len(args) <= index:
             continue
         fmt = format_of(args[index])
         if fmt is None:
             shape, fields = "{dynamic:text}", [{"name": "dynamic", "type": "text"}]
         else:
-            shape, fields = notation(fmt.rstrip("\n"))
+            shape, fields = notation(project.lead + fmt.rstrip("\n"))
         subsystems = sorted({s.removeprefix("NCCL_") for s in re.findall(r"NCCL_[A-Z_]+", args[0])}) if index else []
-        entry = {"level": LEVEL_OF[name], "subsystems": subsystems, "format": shape, "fields": fields, "file": path}
+        level = project.level_of[name]
+        entry = {"level": level, "subsystems": subsystems, "format": shape, "fields": fields, "file": path}
         if name.endswith("_LOC"):
             entry["located"] = True  # printed behind "file:line (function) " (INFO_LOC, 2.30.7)
         found.append(entry)
     return found
 
 
-def census(repo: str, project: str = "nccl") -> dict[str, Any]:
+def census(repo: str, name: str = "nccl") -> dict[str, Any]:
+    project = PROJECTS[name]
     tags = release_tags(repo, project)
     by_blob: dict[str, list[dict[str, Any]]] = {}
     seen_in: dict[tuple[str, str, str], set[int]] = defaultdict(set)
     first: dict[tuple[str, str, str], dict[str, Any]] = {}
     for index, tag in enumerate(tags):
-        blobs = source_blobs(repo, tag)
+        blobs = source_blobs(repo, tag, project.folders)
         new = [blob for _, blob in blobs if blob not in by_blob]
         texts = read_blobs(repo, new) if new else {}
         for path, blob in blobs:
             if blob not in by_blob:
-                by_blob[blob] = messages_of(path, texts[blob])
+                by_blob[blob] = messages_of(path, texts[blob], project)
             for msg in by_blob[blob]:
                 key = (msg["level"], msg["format"], path)
                 seen_in[key].add(index)
@@ -241,7 +290,7 @@ def census(repo: str, project: str = "nccl") -> dict[str, Any]:
         out.append({**entry, "releases": spans})
     out.sort(key=lambda e: (e["file"], e["level"], e["format"]))
     return {
-        "source": f"{SOURCES[project]}, read by tools/census/nccl_census.py (format facts only)",
+        "source": f"{project.source}, read by tools/census/nccl_census.py (format facts only)",
         "releases": tags,
         "messages": out,
     }
@@ -251,7 +300,7 @@ def main(argv: list[str]) -> int:
     project = "nccl"
     if argv[:1] == ["--project"] and len(argv) > 1:
         project, argv = argv[1], argv[2:]
-    if len(argv) != 1 or not Path(argv[0]).exists() or project not in SOURCES:
+    if len(argv) != 1 or not Path(argv[0]).exists() or project not in PROJECTS:
         print(__doc__, file=sys.stderr)
         return 2
     found = census(argv[0], project)

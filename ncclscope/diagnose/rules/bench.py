@@ -110,7 +110,9 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
     """Peak busbw (at the largest size of a run, never the "Avg bus bandwidth" line) is below 80% of
     what the detected platform reaches for that collective, GPU count and likely algorithm (NVLS for
     all_reduce on NVSwitch hosts, ring otherwise, the NICs across hosts). Error below 50%, warning
-    below 80%; a run that stops between 128 MiB and 1 GiB only counts below 50%, as a warning. When
+    below 80%; a run that stops between 128 MiB and 1 GiB only counts below 50%, as a warning. Against a
+    floor (the NICs' speed or count not in the inputs: the slowest reference NIC's figure) the error is
+    below 25% (floor_error_below), since a healthy NIC of half that rate would reach about half of it. When
     the GPU or the figures are unknown, only what no platform explains is said (a warning): a peak under
     half of what one 100G RDMA NIC carries at 128 MiB and more, or a time per call that stays at
     milliseconds from 1 MiB to 256 MiB and beyond; otherwise EVD001 says what the inputs would need.
@@ -142,8 +144,13 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
         if j.ratio is None:
             continue
         full = j.size >= limits.judge_min_bytes
-        if j.ratio < limits.error_below:
+        error_below = limits.floor_error_below if j.floor else limits.error_below
+        if j.ratio < error_below:
             severity = "error" if full else "warning"
+        elif j.floor and j.ratio < limits.error_below:
+            # against a floor (the NICs' speed or count not in the inputs) a healthy NIC of half the slowest
+            # reference's rate could give this: a warning until the NIC details show how far short it is
+            severity = "warning"
         elif j.ratio < limits.warning_below and full:
             severity = "warning"
         else:
