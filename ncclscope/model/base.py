@@ -103,6 +103,11 @@ class Source(Record):
         description="Lines of blocks read before anything was recognised that hold no word of any kind ncclscope"
         " reads (random text, other programs' output): counted, not parsed (parse/junk.py).",
     )
+    rewrapped: str | None = Field(
+        None,
+        description="A paste a terminal hard-wrapped at a fixed width, its pieces joined back into the lines they"
+        " continue (parse/rewrap.py): the width and how many pieces; a joined line has its first piece's number.",
+    )
     families: dict[str, int] = Field(default_factory=new_dict, description="Count of NCCL records per message family.")
     problems: list[str] = Field(default_factory=new_list, description="Why this input was partly or wholly unusable.")
     truncated: list[str] = Field(

@@ -32,7 +32,7 @@ from ncclscope.model import (
     TopologyMatrix,
     UnrecognizedLine,
 )
-from ncclscope.parse import flight_recorder, nccl_xml, ras, sniff
+from ncclscope.parse import flight_recorder, nccl_xml, ras, rewrap, sniff
 from ncclscope.parse.framework_log import quote_last_errors
 from ncclscope.parse.junk import JunkSkipper
 from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, Event, LogResult
@@ -117,6 +117,12 @@ def parse_input(
     for block, first_line in iter_blocks(item, stats, progress):
         if junk.skip(block, log.result.nccl_lines > 0 or others.found_anything()):
             continue
+        if first_line == 1 and (rejoined := rewrap.rejoin(block)) is not None:
+            block = rejoined.data
+            source.rewrapped = (
+                f"hard-wrapped at {rejoined.width} columns: {rejoined.pieces} piece{'s' if rejoined.pieces > 1 else ''}"
+                " joined to the lines they continue"
+            )
         log.feed_block(block, first_line)
         result = log.result
         if records is not None and result.events:

@@ -37,6 +37,8 @@ def print_summary(case: Case, console: Console) -> None:
                 line += f" ({s.framework_unrecognized} not understood)"
         if s.skipped_lines:
             line += f", {s.skipped_lines} lines skipped before the first it knows (no word of any kind it reads)"
+        if s.rewrapped:
+            line += f"; {s.rewrapped}"
         if s.truncated:
             line += f"; cut: {'; '.join(s.truncated)}"
         console.print(line, markup=False)

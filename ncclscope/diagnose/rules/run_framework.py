@@ -30,8 +30,11 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     operation timeout: WorkNCCL(SeqNum=..., OpType=...) ran for ... milliseconds`, as PyTorch, Ray,
     DeepSpeed or vLLM print it), or `ncclscope run` ended a collective on its per-collective timeout
     (`--timeout`); then the evidence is the last lines the collective printed (stdout, stderr and the
-    tail of each NCCL log) before it was ended. An NCCL error that the framework raised is not a
-    timeout: RUN005 reports it.
+    tail of each NCCL log) before it was ended. Without the timeout line, the watchdog's other reports
+    of the same: its heartbeat monitor found the watchdog thread stuck (`ProcessGroupNCCL's watchdog
+    got stuck for N seconds`, `Heartbeat monitor timed out!`), or its status line names the work
+    (`failure detected by watchdog at work sequence id: N`). An NCCL error that the framework raised
+    is not a timeout: RUN005 reports it.
 
     The finding groups the timeouts by collective (OpType, SeqNum), names the ranks that reported
     and, when the communicator size is known, those that did not; ranks stuck at different SeqNums
@@ -63,6 +66,7 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
         seen.add(key)
         timeouts[(event.op_type or "a collective", event.seq)].append(event)
     if not timeouts:
+        yield from _watchdog_without_timeout(ctx)
         return
     # a record cut before its OpType (the rest of the line was lost) joins the collective of its SeqNum
     for op, seq in [key for key in timeouts if key[0] == "a collective" and key[1] is not None]:
@@ -120,6 +124,56 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
             evidence_count=len(evidence),
             ranks=ranks,
         )
+
+
+HEARTBEAT_FIX = (
+    "Find the call the watchdog is stuck in: the debug dump PyTorch writes before it ends the process (Flight"
+    " Recorder with TORCH_NCCL_TRACE_BUFFER_SIZE and TORCH_NCCL_DUMP_ON_TIMEOUT=1, stack traces), `py-spy dump`"
+    " of the stuck rank, NCCL's WARNs of the same time and the host's kernel log (a GPU that fell off the bus);"
+    " raise TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when that call is legitimately slow (a large checkpoint)."
+)
+NCCL_ERROR_EVENTS = frozenset({"nccl_error", "nccl_result", "last_error", "comm_aborted"})
+
+
+def _watchdog_without_timeout(ctx: Context) -> Iterable[Finding]:
+    """No `Watchdog caught collective operation timeout` line in the input, but the watchdog's other reports of
+    the same: its heartbeat monitor found the watchdog thread itself stuck (a CUDA or NCCL call that does not
+    return blocks it), or its status line says at which work it detected the failure (when no NCCL error was
+    raised or logged: then the failure is that error, RUN005's)."""
+    stuck = [e for e in ctx.case.framework if e.kind == "watchdog_stuck"]
+    if stuck:
+        ranks = sorted({e.rank for e in stuck if e.rank is not None})
+        seconds = max((e.stuck_s for e in stuck if e.stuck_s), default=None)
+        where = f"rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks) or '?'}"
+        message = (
+            f"PyTorch's heartbeat monitor found the ProcessGroupNCCL watchdog stuck"
+            f"{f' for {seconds} s' if seconds else ''} on {where}"
+            " and ends the process: a CUDA or NCCL call the watchdog waits in does not return (a hung collective"
+            " or communicator abort, or a GPU that stopped answering), so the job is stuck, not slow"
+        )
+        yield make_finding("RUN006", "error", message, evidence=shown(e.evidence for e in stuck),
+                           evidence_count=len(stuck), ranks=ranks, fix=HEARTBEAT_FIX)  # fmt: skip
+        return
+    status = [e for e in ctx.case.framework if e.kind == "watchdog_status" and e.seq is not None]
+    # the status line says "failure" or "error or timeout": with an NCCL error raised, it is that error (RUN005)
+    failed = any(e.kind in NCCL_ERROR_EVENTS for e in ctx.case.framework) or any(
+        w.level in ("WARN", "ABORT") for w in ctx.case.warnings
+    )
+    if status and not failed:
+        ranks = sorted({e.rank for e in status if e.rank is not None})
+        first = min(status, key=lambda e: e.seq or 0)
+        progress = (
+            f" (last completed work {first.last_completed}, last enqueued {first.last_enqueued})"
+            if first.last_completed is not None
+            else ""
+        )
+        message = (
+            f"PyTorch's watchdog detected a failed or timed-out collective at work {first.seq}{progress} on"
+            f" rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks) or '?'}: the collective did not finish; the"
+            " line that names it (OpType, timeout) is not in the input"
+        )
+        yield make_finding("RUN006", "error", message, evidence=shown(e.evidence for e in status),
+                           evidence_count=len(status), ranks=ranks)  # fmt: skip
 
 
 def _runner_timeouts(ctx: Context) -> Iterable[Finding]:
