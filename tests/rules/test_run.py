@@ -246,6 +246,30 @@ def test_pytorch_lines_without_a_timeout_are_not_reported() -> None:
     assert findings(TORCHRUN_PREFIX, "RUN006") == []
 
 
+def test_the_heartbeat_monitor_alone_is_a_watchdog_hang() -> None:
+    """PyTorch's heartbeat monitor found the watchdog thread stuck (no collective timeout line printed)."""
+    (finding,) = findings(fx("framework/heartbeat_hard_wrapped.txt"), "RUN006")
+    assert finding.severity == "error" and finding.ranks == [1, 3]
+    assert "watchdog stuck for 600 s on ranks 1, 3" in finding.message
+    assert "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC" in finding.fix
+
+
+def test_a_watchdog_status_line_is_a_timeout_only_when_no_nccl_error_was_raised() -> None:
+    status = (
+        "[rank0]:[E1102 09:12:44.51 ProcessGroupNCCL.cpp:1655] [PG ID 0 PG GUID 0(default_pg) Rank 0]  failure"
+        " detected by watchdog at work sequence id: 716 PG status: last enqueued work: 747, last completed work: 715"
+    )
+    (finding,) = findings(_write(status), "RUN006")
+    assert "at work 716 (last completed work 715, last enqueued 747) on rank 0" in finding.message
+    raised = (
+        "[rank0]:[E1102 09:12:43.98 ProcessGroupNCCL.cpp:1478] [PG ID 0 PG GUID 0(default_pg) Rank 0] Process group"
+        " watchdog thread terminated with exception: NCCL error: remote process exited or there was a network error,"
+        " NCCL version 2.22.3\nncclRemoteError: A call failed possibly due to a network error or a remote process"
+        " exiting prematurely.\n" + status
+    )
+    assert findings(_write(raised), "RUN006") == []
+
+
 def test_cli_json_reports_the_watchdog_timeout_with_evidence() -> None:
     result = run_cli("analyze", "--format", "json", WATCHDOG)
     data = json.loads(result.stdout)
