@@ -218,6 +218,11 @@ class FrameworkEvent(Record):
     stuck_s: int | None = Field(None, description="watchdog_stuck: seconds the watchdog made no progress.")
     nccl_version: str | None = None
     raised_at: str | None = Field(None, description="file:line of the framework that raised the NCCL error.")
+    nccl_call: str | None = Field(None, description="The NCCL call that failed, as the framework names it (XLA).")
+    relayed_family: str | None = Field(
+        None, description="last_error: the family of NCCL's message it relays (cuda_failure ...), by NCCL's grammar."
+    )
+    relayed_fields: dict[str, str] = Field(default_factory=dict, description="last_error: that message's fields.")
     text: str = Field("", description="The error text: NCCL's result string, the last error, the rest of the line.")
     evidence: Evidence
 

@@ -22,6 +22,7 @@ from lark.exceptions import LarkError
 from ncclscope.model import Evidence, FrameworkEvent
 from ncclscope.parse.grammars import load
 from ncclscope.parse.log_records import Event, message_text
+from ncclscope.parse.nccl_log import relayed_message
 from ncclscope.parse.normalize import strip_launcher_prefix
 
 NCCL_ERRORS = (
@@ -39,6 +40,7 @@ MARKER_RE = re.compile(
     r"|Received a dump signal due to a collective timeout"
     r"|ProcessGroupNCCL.s watchdog got stuck for|Heartbeat monitor timed out"
     r"|Some NCCL operations have failed|Process group watchdog thread terminated|NCCL error\b|Last error:"
+    r"|NCCL operation nccl\w+\(.{0,200}?\) failed:"
     rf"|nccl(?:{'|'.join(NCCL_ERRORS)}):"
     r"|NCCL communicator was aborted|ProcessGroupNCCL (?:initialization options|environments):"
 )
@@ -61,6 +63,7 @@ SETTINGS_KEEP = 500
 FIELDS = {
     "rank", "seq", "op_type", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued",
     "last_completed", "pg_id", "nccl_version", "raised_at", "result_text", "result_name", "from_rank", "stuck_s",
+    "nccl_call",
 }  # fmt: skip
 INT_FIELDS = {
     "rank", "seq", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued", "last_completed", "from_rank",
@@ -188,6 +191,7 @@ class FrameworkReader:
             # NCCL's text is the very next line; when that line was an NCCL record, the log reader has it
             if line_no == after + 1 and record_start(text) is None:
                 waiting.text = stripped
+                _relay(waiting)
                 self.lines += 1
                 return True
         if self._carry is not None:
@@ -227,6 +231,8 @@ class FrameworkReader:
         self.events.append(event)
         if event.kind == "last_error" and not event.text:
             self._last_error = (event, line_no + parts - 1)
+        elif event.kind == "last_error":
+            _relay(event)
         if event.kind == "watchdog_timeout" and event.ran_ms is None and parts > 1:
             self._wants_ran = event
         if event.kind == "watchdog_exception":  # it quotes the timeout, which may be printed nowhere else
@@ -281,6 +287,13 @@ class FrameworkReader:
         self.cut.append(line_no)
 
 
+def _relay(event: FrameworkEvent) -> None:
+    """The family and fields of NCCL's message that a `Last error:` relays, read with NCCL's grammar."""
+    read = relayed_message(event.text) if event.text else None
+    if read is not None:
+        event.relayed_family, event.relayed_fields = read
+
+
 def quote_last_errors(events: list[FrameworkEvent], records: list[Event]) -> None:
     """A framework's `Last error:` whose text, on the next line, is NCCL's WARN text: the log reader
     read that line as an NCCL message, so the framework reader never saw it. Called with the records of
@@ -293,3 +306,4 @@ def quote_last_errors(events: list[FrameworkEvent], records: list[Event]) -> Non
         quoted = waiting.get(record.line)
         if quoted is not None:
             quoted.text = strip_launcher_prefix(message_text(record))[1].strip()
+            _relay(quoted)

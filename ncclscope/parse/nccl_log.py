@@ -166,6 +166,23 @@ def _valid_utf8(data: bytes) -> bool:
     return True
 
 
+def relayed_message(text: str) -> tuple[str, dict[str, str]] | None:
+    """(family, fields as text) of NCCL's message that a framework relays (`Last error:` then the text of
+    NCCL's last WARN, without its prefix), read with the grammar's `message` start; None when unknown."""
+    shape = _relay_reader().shape_of(text.strip().encode())
+    record = shape.records[0] if len(shape.records) == 1 else None
+    if record is None or record.family is None:
+        return None
+    raw = text.strip().encode()
+    fields = {k: raw[v[0] : v[1]].decode("utf-8", "replace") for k, v in record.fields.items() if isinstance(v, tuple)}
+    return record.family, fields
+
+
+@cache
+def _relay_reader() -> NcclLogParser:
+    return NcclLogParser(lambda line_no, text: None)
+
+
 def _census_record(message: str) -> tuple[str, dict[str, Any], Span | None] | None:
     """(family, fields, location) of an INFO message that grammars/nccl_census.lark knows, or None. The fields
     are spans in `message`, named as in the census; the location is the span of the call site that 2.30.7's

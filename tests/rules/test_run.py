@@ -175,6 +175,47 @@ def test_each_distinct_cuda_error_is_one_finding() -> None:
     assert any("illegal memory access" in m for m in messages)
 
 
+def test_a_framework_that_raised_an_unhandled_cuda_error_is_a_cuda_error_without_nccl_s_lines() -> None:
+    """JAX/XLA names the NCCL call; vLLM glues its traceback to the line; no `Cuda failure` line is pasted."""
+    xla = _write(
+        "2024-05-02 10:11:12.123456: E external/xla/xla/pjrt/pjrt_stream_executor_client.cc:2732] Execution of"
+        " replica 3 failed: INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:275: NCCL operation"
+        " ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error; current tracing scope: all-reduce"
+    )
+    (finding,) = findings(xla, "RUN004")
+    assert "ncclUnhandledCudaError to the framework (1 line) in ncclCommInitRank" in finding.message
+    assert "NCCL_DEBUG=WARN" in finding.fix
+    assert findings(xla, "RUN005") == []  # said once
+    vllm = _write(
+        "(VllmWorkerProcess pid=4121) ERROR 11-02 08:26:01 multiproc_worker_utils.py:226] Exception in worker"
+        " VllmWorkerProcess while processing method init_device: NCCL error: unhandled cuda error (run with"
+        " NCCL_DEBUG=INFO for details), Traceback (most recent call last):"
+    )
+    assert len(findings(vllm, "RUN004")) == 1
+
+
+def test_a_relayed_last_error_names_the_cuda_error() -> None:
+    relayed = _write(
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317,"
+        " unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+        "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "[rank1]: Last error: Cuda failure 'invalid argument'"
+    )
+    (finding,) = findings(relayed, "RUN004")
+    assert "failed with invalid argument, as NCCL's last error relayed says" in finding.message
+
+
+def test_xla_s_own_words_about_a_library_it_could_not_load_are_relayed_as_a_warning() -> None:
+    missing = _write(
+        "E external/xla/xla/pjrt/pjrt_stream_executor_client.cc:2732] Execution of replica 0 failed: INTERNAL:"
+        " external/xla/xla/service/gpu/nccl_utils.cc:134: NCCL operation ncclGetUniqueId(&id) failed: Unable to load"
+        " NCCL library. Multi-GPU collectives will not work."
+    )
+    (finding,) = findings(missing, "RUN005")
+    assert finding.severity == "warning"
+    assert findings(missing, "RUN004") == []
+
+
 def test_no_cuda_error_on_healthy_logs() -> None:
     for path in HEALTHY:
         assert findings(path, "RUN004") == [], path

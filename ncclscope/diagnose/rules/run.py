@@ -11,10 +11,11 @@ from collections.abc import Iterable
 from ncclscope.common.words import human_size
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.error_strings import cuda_error as decode_cuda
+from ncclscope.diagnose.rules.error_strings import nccl_result
 from ncclscope.diagnose.rules.net_errors import connection_kind
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list
-from ncclscope.model import CudaError, ErrorTrace, Evidence, Finding, NcclMessage
+from ncclscope.model import CudaError, ErrorTrace, Evidence, Finding, FrameworkEvent, NcclMessage
 
 # ------------------------------------------------------------------------- who reports which WARN
 # WARN families whose every line another rule reports
@@ -245,11 +246,14 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
 
 
 # ---------------------------------------------------------------------------------------- RUN004
-@rule("RUN004", "cuda-error", severity="error", needs=["nccl_log"])
+@rule("RUN004", "cuda-error", severity="error", needs=["nccl_errors"])
 def cuda_error(ctx: Context) -> Iterable[Finding]:
     """An NCCL WARN reports a CUDA failure (`Cuda failure N 'text'`), decoded: out of memory,
     operation not permitted (IMEX channel permissions on multi-node NVLink), system not yet
-    initialized (fabric manager not running), illegal memory access, invalid argument ...
+    initialized (fabric manager not running), illegal memory access, invalid argument ... Without
+    NCCL's own lines, a framework that raised ncclUnhandledCudaError (PyTorch, vLLM, DeepSpeed,
+    JAX/XLA's `NCCL operation ncclCommInitRank(...) failed: unhandled cuda error`) says the same, and
+    the `Last error:` it relays names the CUDA error when NCCL printed one.
 
     Why: NCCL stops at the first failed CUDA call; the quoted CUDA error string says which
     resource or service is missing, and the `-> 1` chain (UnhandledCudaError) says where NCCL was.
@@ -263,6 +267,7 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
     """
     errors = _once([c for c in ctx.case.cuda_errors if c.fatal])
     if not errors:
+        yield from _relayed_cuda_errors(ctx)
         return
     chains = Chains(ctx)
     groups: dict[str, list[CudaError]] = defaultdict(list)
@@ -290,6 +295,54 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
             hosts=sorted({e.host for e in items if e.host}),
             **extra,
         )
+
+
+UNHANDLED_CUDA = "ncclUnhandledCudaError"
+
+
+def relayed_cuda_errors(ctx: Context) -> list[FrameworkEvent]:
+    """The framework's NCCL errors that are ncclUnhandledCudaError (RUN004's, not RUN005's)."""
+    return [
+        e
+        for e in ctx.case.framework
+        if e.kind in ("nccl_error", "nccl_result") and (m := nccl_result(e.text)) and m.label.startswith(UNHANDLED_CUDA)
+    ]
+
+
+def _relayed_cuda_errors(ctx: Context) -> Iterable[Finding]:
+    """ncclUnhandledCudaError raised by the framework, no `Cuda failure` line of NCCL's in the inputs."""
+    errors = relayed_cuda_errors(ctx)
+    if not errors:
+        return
+    relayed = [e for e in ctx.case.framework if e.kind == "last_error" and e.relayed_family == "cuda_failure"]
+    ranks = sorted({e.rank for e in errors if e.rank is not None})
+    calls = sorted({e.nccl_call.split("(")[0] for e in errors if e.nccl_call})
+    message = f"NCCL returned ncclUnhandledCudaError to the framework ({lines_text(len(errors))}"
+    message += f", rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))})" if ranks else ")"
+    if calls:
+        message += f" in {', '.join(calls)}"
+    extra: dict[str, object] = {}
+    if relayed:
+        quoted = relayed[0].relayed_fields.get("quoted", "").strip("'")
+        known = decode_cuda(quoted)
+        message += f": a CUDA call inside NCCL failed with {quoted or 'an error'}, as NCCL's last error relayed says"
+        if known:
+            message += f": {known.meaning}"
+            if known.fix:
+                extra["fix"] = known.fix
+    else:
+        message += (
+            ": a CUDA call inside NCCL failed; which one and its CUDA error are in NCCL's own WARN (`Cuda failure"
+            " ...`), which is not in the inputs"
+        )
+        extra["fix"] = (
+            "Rerun with NCCL_DEBUG=WARN (INFO for the call chain) and read the first `Cuda failure` line: it names"
+            " the CUDA error; check the host's kernel log (dmesg) for an Xid of that GPU and the GPU memory in use."
+        )
+    evidence = [e.evidence for e in errors] + [e.evidence for e in relayed]
+    yield make_finding(
+        "RUN004", "error", message, evidence=shown(evidence), evidence_count=len(evidence), ranks=ranks, **extra
+    )
 
 
 def _once(facts: list[CudaError]) -> list[CudaError]:

@@ -17,6 +17,7 @@ from ncclscope.diagnose.rules.run import (
     evidence_with_chains,
     hosts_text,
     lines_text,
+    relayed_cuda_errors,
     warns_of,
 )
 from ncclscope.model import ErrorTrace, Finding, FrameworkEvent, NcclMessage, Severity, SocketFailure
@@ -225,6 +226,9 @@ def _failed(w: NcclMessage, traces: list[ErrorTrace]) -> bool:
 def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iterable[Finding]:
     """NCCL errors a framework raised (PyTorch's `NCCL error in: ...`), with NCCL's last error."""
     errors = [e for e in ctx.case.framework if e.kind in ("nccl_error", "nccl_result")]
+    if not any(c.fatal for c in ctx.case.cuda_errors):  # RUN004 reports the unhandled CUDA errors then
+        cuda = {id(e) for e in relayed_cuda_errors(ctx)}
+        errors = [e for e in errors if id(e) not in cuda]
     if not errors:
         return
     last: list[FrameworkEvent] = [e for e in ctx.case.framework if e.kind == "last_error" and e.text]
@@ -250,9 +254,12 @@ def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iter
     nccl_warns = {k: c for k, c in covered.items() if c and k in warned}  # INFO lines (NET/IB: no device) are no WARN
     if nccl_warns:
         message += f"; see the findings of {', '.join(sorted(set(nccl_warns.values())))} for NCCL's own lines"
+    # the framework raised an NCCL result: the job failed. A text that is no NCCL result (XLA's "Unable to load
+    # NCCL library") is the framework's own words about NCCL, relayed as they are
+    severity: Severity = "error" if results or names else "warning"
     yield make_finding(
         "RUN005",
-        "error",  # the framework raised it: the job failed
+        severity,
         message,
         evidence=shown([e.evidence for e in errors] + [e.evidence for e in last]),
         evidence_count=len(errors) + len(last),
