@@ -390,7 +390,7 @@ def _test_problems(want: dict[str, Any], run: Any, skip: Set[str] = frozenset())
 
 
 # the tokens a matrix cell may hold (formats.md C: the legend of every driver generation)
-CELL_RE = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|PCI|N/A)$")
+CELL_RE = re.compile(r"^(X|NV\d+|XGMI|PIX|PXB|PHB|NODE|SYS|SOC|PCI|N/A)$")  # XGMI: rocm-smi --showtopo
 
 
 def _topology_problems(facts: dict[str, Any], matrices: list[Any]) -> list[str]:

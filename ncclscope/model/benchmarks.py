@@ -32,6 +32,14 @@ class TopologyMatrix(Record):
     pci_only: bool = Field(
         False, description="Printed by `nvidia-smi topo -mp`: PCIe paths only, GPU-GPU cells never show NVLink."
     )
+    gpu_link: Literal["NVLink", "xGMI"] = Field(
+        "NVLink", description="The GPUs' own link: NVLink (nvidia-smi), xGMI (AMD, `rocm-smi --showtopo`: XGMI cells)."
+    )
+    row_evidence: dict[str, list[Evidence]] = Field(
+        default_factory=new_dict,
+        description="The lines a device's row was read from, where they are not one row of this matrix (rocm-smi: its"
+        " link type, hops and NUMA lines).",
+    )
 
 
 class Measurement(Record):

@@ -187,7 +187,7 @@ class JoinedRanges:
 
 def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines) -> ParsedInput:
     parsed = ParsedInput(source, log)
-    parsed.topologies = others.topology.finish()
+    parsed.topologies = others.topology.finish() + others.rocm_topology.finish()
     parsed.benchmarks = others.tests.finish()
     others.tests_runs = parsed.benchmarks
     others.framework.finish()

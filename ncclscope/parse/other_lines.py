@@ -25,6 +25,7 @@ from ncclscope.parse.normalize import clean, strip_launcher_prefix
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
 from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
 from ncclscope.parse.p2p_matrix import P2pMatrixReader
+from ncclscope.parse.rocm_smi_topo import RocmSmiTopologyReader
 from ncclscope.parse.topo_matrix import TopologyReader
 
 # the readers, each with HINT_WORDS, HINT_START and `busy` (see above)
@@ -37,6 +38,7 @@ READERS: tuple[Any, ...] = (
     NvidiaSmiQueryReader,
     NvidiaSmiNvlinkReader,
     P2pMatrixReader,
+    RocmSmiTopologyReader,
     ras.RasReader,
 )
 
@@ -54,8 +56,9 @@ class OtherLines:
         self.smi_query = NvidiaSmiQueryReader(display)
         self.smi_nvlink = NvidiaSmiNvlinkReader(display)
         self.p2p = P2pMatrixReader(display)
+        self.rocm_topology = RocmSmiTopologyReader(display)
         self._host_readers = (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.ras)
-        self._readers = (self.topology, self.tests, self.framework, *self._host_readers)
+        self._readers = (self.rocm_topology, self.topology, self.tests, self.framework, *self._host_readers)
         self.hints = other_hints(READERS)
         self.busy = False  # some reader waits on the next line, whatever it holds
         self.topology_lines = 0
@@ -92,6 +95,8 @@ class OtherLines:
             self.elisions.append((line_no, body.strip()))
             return
         self.framework.command_line(line_no, body)
+        if (self.rocm_topology.busy or body.lstrip().startswith("=")) and self.rocm_topology.feed(line_no, body):
+            return  # ROCm SMI's GPU matrices look like nvidia-smi's rows to the matrix reader: read them first
         if self.topology.feed(line_no, body):
             self.topology_lines += 1
         elif self.tests.feed(line_no, body):
@@ -111,6 +116,7 @@ class OtherLines:
             or self.smi_query.gpus
             or self.smi_nvlink.gpus
             or self.p2p.matrices
+            or self.rocm_topology.lines
             or self.ras.reports
         )
 

@@ -46,8 +46,9 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
     slowest pair sets the pace of a ring, so one far pair slows every collective.
 
     Fix: Run jobs that need fast intra-node collectives on GPUs of one PCIe switch or one NVLink
-    domain (CUDA_VISIBLE_DEVICES), or on an NVLink/NVSwitch system; check the BIOS for ACS and
-    IOMMU settings that force traffic through the root complex; accept the lower figure otherwise.
+    (AMD: xGMI) domain (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES), or on an NVLink/NVSwitch or
+    xGMI system; check the BIOS for ACS and IOMMU settings that force traffic through the root
+    complex; accept the lower figure otherwise.
 
     Sources: NCCL src/graph/paths.cc (p2pLevel = PATH_PXB, NVB paths); sjeaugey in NVIDIA/nccl#766
     (about 6 GB/s through the CPU on Gen3, 12 GB/s through a Gen3 switch); NVIDIA/nccl#1086 (GeForce
@@ -75,7 +76,7 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
                 topo,
                 "error",
                 pairs,
-                f"{where(topo)}: GPU pairs without NVLink cross the CPU-to-CPU interconnect, {name}: "
+                f"{where(topo)}: GPU pairs without {topo.gpu_link} cross the CPU-to-CPU interconnect, {name}: "
                 f"{pairs_text(pairs)} ({plural(len(pairs), 'pair')}); NCCL does not use P2P beyond PXB, "
                 f"so this traffic goes through host memory{shm_note}",
             )
@@ -87,7 +88,7 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
                 topo,
                 "warning",
                 near,
-                f"{where(topo)}: GPU pairs without NVLink go through a PCIe host bridge: {'; '.join(parts)} "
+                f"{where(topo)}: GPU pairs without {topo.gpu_link} go through a PCIe host bridge: {'; '.join(parts)} "
                 f"({plural(len(near), 'pair')}); NCCL does not use P2P beyond PXB, so this traffic goes through "
                 f"host memory{shm_note}",
             )

@@ -137,10 +137,12 @@ def matrix_evidence(topo: TopologyMatrix, devices: Iterable[str] = ()) -> list[E
 
     The matrix keeps its cells, not its raw lines, so the rows are written back from the cells.
     """
+    wanted = set(devices)
+    if topo.row_evidence:  # read from lines that are not this matrix's rows (rocm-smi): those lines
+        return [e for device in topo.devices if device in wanted for e in topo.row_evidence.get(device, [])]
     evidence = [Evidence(source=topo.source, line=topo.line, text="  ".join(["", *topo.devices]))]
     if topo.problems:  # a row could not be read: row numbers cannot be trusted
         return evidence
-    wanted = set(devices)
     for index, device in enumerate(topo.devices):
         if device in wanted:
             evidence.append(Evidence(source=topo.source, line=topo.line + 1 + index, text=row_text(topo, device)))
