@@ -132,16 +132,18 @@ class IbPort(Record):
 
 
 class IbDevice(Record):
-    """One channel adapter (HCA) as `ibstat` or `ibv_devinfo` reports it."""
+    """One channel adapter (HCA) as `ibstat`, `ibstatus` or `ibv_devinfo` reports it."""
 
     name: str
     source: str = Field(description="The input it was read from (neither tool names its host).")
-    tool: Literal["ibstat", "ibv_devinfo"] = "ibstat"
+    tool: Literal["ibstat", "ibstatus", "ibv_devinfo"] = "ibstat"
     ca_type: str | None = Field(None, description="ibstat's CA type (MT4129); ibv_devinfo's board_id.")
     firmware: str | None = None
     node_guid: str | None = None
     ports: list[IbPort] = Field(default_factory=new_list)
-    evidence: Evidence | None = Field(None, description="The `CA 'name'` or `hca_id:` line.")
+    evidence: Evidence | None = Field(
+        None, description="The `CA 'name'`, `Infiniband device 'name' port N status:` or `hca_id:` line."
+    )
     firmware_evidence: Evidence | None = None
 
 

@@ -1,5 +1,6 @@
 """`ibstat` output (infiniband-diags; grammars/ibstat.lark): each channel adapter with its firmware and
-GUID, and each port's state, physical state, rate and link layer.
+GUID, and each port's state, physical state, rate and link layer; and `ibstatus`, the same package's
+per-port report (no firmware or GUIDs).
 
 A block starts at `CA 'name'` and goes on while lines are ibstat's fields; the first other line ends it.
 ibstat does not name its host: the input's name does (one file per host, as `ncclscope run` or a
@@ -16,11 +17,14 @@ from lark.exceptions import LarkError
 from ncclscope.model import Evidence, IbDevice, IbPort
 from ncclscope.parse.grammars import load
 
-START_RE = re.compile(r"^CA '[^']+'\s*$")
+START_RE = re.compile(r"^(?:CA '[^']+'|Infiniband device '[^']+' port \d+ status:)\s*$")
 FIELD_RE = re.compile(
     r"^(?:CA type:|Number of ports:|Firmware version:|Hardware version:|Node GUID:|System image GUID:|Port \d+:"
-    r"|Port GUID:|State:|Physical state:|Rate:|Base lid:|LMC:|SM lid:|Capability mask:|Link layer:)"
+    r"|Port GUID:|State:|Physical state:|Rate:|Base lid:|LMC:|SM lid:|Capability mask:|Link layer:"
+    r"|default gid:|base lid:|sm lid:|state:|phys state:|rate:|link_layer:)"  # ibstatus
 )
+# ibstatus prints the kernel's port state names; ibstat's words are the ones the rules compare
+STATE_WORDS = {"ACTIVE": "Active", "DOWN": "Down", "INIT": "Initializing", "ARMED": "Armed", "ACTIVE_DEFER": "Active"}
 
 
 class IbstatReader:
@@ -35,7 +39,7 @@ class IbstatReader:
     # what a line must hold for feed() to take it or change anything while not busy (other_lines.py's one test):
     # words anywhere, or a pattern at its start (after a launcher's prefix and white space)
     HINT_WORDS: tuple[str, ...] = ()
-    HINT_START = r"CA '"
+    HINT_START = r"CA '|Infiniband device '"
 
     @property
     def busy(self) -> bool:
@@ -60,10 +64,23 @@ class IbstatReader:
     def _take(self, tree: Tree, evidence: Evidence) -> None:
         kind = tree.data
         value = str(tree.children[0]) if tree.children else None
+        if kind in ("state", "phys_state") and len(tree.children) == 2:  # ibstatus: "4: ACTIVE"
+            value = str(tree.children[1])
+            value = STATE_WORDS.get(value, value) if kind == "state" else value
         if kind == "ca":
             self._device = IbDevice(name=str(value).strip("'"), source=self.source, evidence=evidence)
             self._port = None
             self.devices.append(self._device)
+            return
+        if kind == "status_port":  # ibstatus: a block per port; the ports of one device join its entry
+            name = str(value).strip("'")
+            device = next((d for d in self.devices if d.name == name and d.source == self.source), None)
+            if device is None:
+                device = IbDevice(name=name, source=self.source, tool="ibstatus", evidence=evidence)
+                self.devices.append(device)
+            self._device = device
+            self._port = IbPort(port=int(str(tree.children[1])), evidence=evidence)
+            device.ports.append(self._port)
             return
         device = self._device
         assert device is not None

@@ -23,10 +23,11 @@ from ncclscope.parse.re2_pattern import escape, re2_compile, to_re2
 
 # Words of the other kinds, found with bytes.find (C speed; rare in junk, so the checks after are few):
 # the nccl-tests header (its device lines, its column titles, its footer) and failure lines (a run that
-# failed at once prints nothing else), ibv_devinfo, ibstat (nvidia-smi's reports name a GPU label, below)
+# failed at once prints nothing else), ibv_devinfo, ibstat and ibstatus, rocm-smi (nvidia-smi's reports name a
+# GPU label, below)
 WORDS: tuple[bytes, ...] = (
     *(b"  Rank ", b"nThread", b"Using devices", b"out-of-place", b"Avg bus", b"Test CUDA failure", b": Test "),
-    *(b"Cuda failure", b"hca_id", b"CA '"),
+    *(b"Cuda failure", b"hca_id", b"CA '", b"Infiniband device '", b"ROCm System Management", b"between two GPUs"),
 )
 # ... NCCL's own name, as NCCL, frameworks and command lines print it: a word of its own (NCCL INFO,
 # NCCL_IB_HCA, RCCL:), or the end of a longer one before a file or call (ProcessGroupNCCL.cpp, WorkNCCL(,

@@ -53,3 +53,11 @@ def test_a_net_slower_than_its_siblings_in_nccls_topology_dump(tmp_path: Path) -
     assert "mlx5_4 port 1: runs at 200 Gb/s where its siblings run 400 (NCCL uses it; from NCCL's topology dump)" in (
         finding.message
     )
+
+
+def test_ibstatus_gives_the_same_ports_in_ibstat_s_words() -> None:
+    """Issue 43: `ibstatus` (lower-case fields, the kernel's "1: DOWN") reads as ibstat does, and NET008 fires."""
+    (finding,) = findings_of("NET008", "fixtures/ib/ibstatus_4x_hdr_port_down.txt")
+    assert "mlx5_2 port 1: state Down, physical state Polling" in finding.message
+    assert "from ibstatus" in finding.message
+    assert lines(finding) == [23, 25]  # its state and rate lines, as from ibstat
