@@ -67,6 +67,7 @@ class Assembly:
         case.framework.extend(parsed.framework)
         case.flight_records.extend(parsed.flight_records)
         case.ras_reports.extend(parsed.ras_reports)
+        case.fr_trace_reports.extend(parsed.fr_trace_reports)
         case.topology_dumps.extend(parsed.topology_dumps)
         case.graph_dumps.extend(parsed.graph_dumps)
         case.ib_devices.extend(parsed.ib_devices)

@@ -44,6 +44,7 @@ from ncclscope.model.hangs import (  # noqa: F401
     FlightRecorderEntry,
     FlightRecorderGroup,
     FlightRecorderStatus,
+    FrTraceReport,
     GroupProgress,
     RankProgress,
     RasCommunicator,

@@ -16,7 +16,7 @@ from ncclscope.model.benchmarks import (
     TuningChoice,
 )
 from ncclscope.model.factories import new_dict, new_list
-from ncclscope.model.hangs import CollCalls, FlightRecorderDump, GroupProgress, RasReport
+from ncclscope.model.hangs import CollCalls, FlightRecorderDump, FrTraceReport, GroupProgress, RasReport
 from ncclscope.model.host_reports import IbDevice, NcclGraphDump, NcclTopologyDump, NvlinkGpu, P2pMatrix, SmiGpu
 from ncclscope.model.log import (
     Communicator,
@@ -93,6 +93,10 @@ class Case(Record):
     run: RunRecord | None = Field(None, description="What `ncclscope run` did, when the input is its run directory.")
     flight_records: list[FlightRecorderDump] = Field(
         default_factory=new_list, description="PyTorch Flight Recorder dumps."
+    )
+    fr_trace_reports: list[FrTraceReport] = Field(
+        default_factory=new_list,
+        description="Collectives not all ranks joined, as PyTorch's Flight Recorder analyzer (fr_trace) printed them.",
     )
     ras_reports: list[RasReport] = Field(default_factory=new_list, description="`ncclras` status reports.")
     topology_dumps: list[NcclTopologyDump] = Field(

@@ -63,6 +63,25 @@ class FlightRecorderDump(Record):
     problems: list[str] = Field(default_factory=new_list, description="Entries or fields that could not be read.")
 
 
+class FrTraceReport(Record):
+    """A collective that not all ranks joined, as PyTorch's Flight Recorder analyzer (fr_trace) prints it: its
+    report (`Not all ranks joining collective N at entry M`, `missing ranks: {..}`), or its side-by-side view
+    of the ranks' entries, where a rank's column ends before the others'."""
+
+    source: str
+    form: Literal["report", "view"]
+    group: str | None = Field(None, description="The process group, as the report names it (0:default_pg).")
+    collective: str | None = Field(None, description="all_reduce ... (the backend before ':' dropped).")
+    seq: int | None = Field(None, description="The collective's sequence number (report), or its row (view).")
+    entry: int | None = Field(None, description="report: the entry of the Flight Recorder buffer it is in.")
+    missing_ranks: list[int] = Field(default_factory=new_list)
+    present_ranks: list[int] = Field(default_factory=new_list, description="view: ranks whose column has it.")
+    expected_ranks: int | None = None
+    state: str | None = Field(None, description="scheduled, started or completed.")
+    input_sizes: str | None = None
+    evidence: list[Evidence] = Field(default_factory=new_list)
+
+
 class RankProgress(Record):
     """How far one rank of a group got."""
 

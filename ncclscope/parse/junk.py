@@ -28,6 +28,7 @@ from ncclscope.parse.re2_pattern import escape, re2_compile, to_re2
 WORDS: tuple[bytes, ...] = (
     *(b"  Rank ", b"nThread", b"Using devices", b"out-of-place", b"Avg bus", b"Test CUDA failure", b": Test "),
     *(b"Cuda failure", b"hca_id", b"CA '", b"Infiniband device '", b"ROCm System Management", b"between two GPUs"),
+    *(b"Not all ranks joining collective", b"input_sizes="),
 )
 # ... NCCL's own name, as NCCL, frameworks and command lines print it: a word of its own (NCCL INFO,
 # NCCL_IB_HCA, RCCL:), or the end of a longer one before a file or call (ProcessGroupNCCL.cpp, WorkNCCL(,

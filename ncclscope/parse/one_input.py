@@ -21,6 +21,7 @@ from ncclscope.model import (
     EnvSetting,
     FlightRecorderDump,
     FrameworkEvent,
+    FrTraceReport,
     IbDevice,
     NcclGraphDump,
     NcclTopologyDump,
@@ -57,6 +58,7 @@ class ParsedInput:
     not_kept: dict[str, int] = field(default_factory=dict)  # facts read beyond the per-input limits, by kind
     flight_records: list[FlightRecorderDump] = field(default_factory=list)
     ras_reports: list[RasReport] = field(default_factory=list)
+    fr_trace_reports: list[FrTraceReport] = field(default_factory=list)
     topology_dumps: list[NcclTopologyDump] = field(default_factory=list)
     graph_dumps: list[NcclGraphDump] = field(default_factory=list)
     ib_devices: list[IbDevice] = field(default_factory=list)
@@ -193,6 +195,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines
     others.framework.finish()
     parsed.framework = others.framework.events
     parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version or r.groups or r.job]
+    parsed.fr_trace_reports = others.fr_trace.finish()
     parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
     parsed.smi_gpus = others.smi_query.gpus
     parsed.nvlink_gpus = others.smi_nvlink.gpus
@@ -219,7 +222,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     source.families = dict(sorted(res.families.items()))
     source.topology_lines = others.topology_lines
     source.nccl_tests_lines = others.tests_lines
-    source.framework_lines = others.framework.lines
+    source.framework_lines = others.framework.lines + others.fr_trace.lines
     source.framework_unrecognized = len(others.framework.not_understood)
     room = max(0, 50 - len(source.unrecognized))
     source.unrecognized.extend(
@@ -242,7 +245,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("topology")
     if parsed.benchmarks:
         source.kinds.append("nccl_tests")
-    if parsed.framework:
+    if parsed.framework or parsed.fr_trace_reports:
         source.kinds.append("framework_log")
     if parsed.ras_reports:
         source.kinds.append("ras_status")

@@ -16,6 +16,7 @@ from typing import Any
 
 from ncclscope.model import BenchmarkRun
 from ncclscope.parse import line_hints, ras
+from ncclscope.parse.fr_trace_text import FrTraceTextReader
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
@@ -33,6 +34,7 @@ READERS: tuple[Any, ...] = (
     TopologyReader,
     NcclTestsReader,
     FrameworkReader,
+    FrTraceTextReader,
     IbstatReader,
     IbvDevinfoReader,
     NvidiaSmiQueryReader,
@@ -57,7 +59,10 @@ class OtherLines:
         self.smi_nvlink = NvidiaSmiNvlinkReader(display)
         self.p2p = P2pMatrixReader(display)
         self.rocm_topology = RocmSmiTopologyReader(display)
-        self._host_readers = (self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.ras)
+        self.fr_trace = FrTraceTextReader(display)
+        self._host_readers = (
+            self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.fr_trace, self.ras
+        )  # fmt: skip
         self._readers = (self.rocm_topology, self.topology, self.tests, self.framework, *self._host_readers)
         self.hints = other_hints(READERS)
         self.busy = False  # some reader waits on the next line, whatever it holds
@@ -117,6 +122,7 @@ class OtherLines:
             or self.smi_nvlink.gpus
             or self.p2p.matrices
             or self.rocm_topology.lines
+            or self.fr_trace.lines
             or self.ras.reports
         )
 

@@ -55,9 +55,10 @@ def _cut_sources(ctx: Context) -> set[str]:
 def rank_missing(ctx: Context) -> Iterable[Finding]:
     """In a process group or communicator, some ranks never entered the collective that the others
     wait in. Read from PyTorch Flight Recorder dumps (the sequence number each rank reached, with
-    the collective, sizes and dtypes), the PyTorch watchdog's "last enqueued work" lines, NCCL COLL
-    lines (opCount per rank) and ncclras reports (ranks that gave no data, processes RAS considers
-    dead). Names the ranks, their hosts when known, the group, the sequence number, the collective
+    the collective, sizes and dtypes) and from what its analyzer (fr_trace) prints about them, the
+    PyTorch watchdog's "last enqueued work" lines, NCCL COLL lines (opCount per rank) and ncclras
+    reports (ranks that gave no data, processes RAS considers dead). Names the ranks, their hosts
+    when known, the group, the sequence number, the collective
     and how many ranks wait.
 
     Why: a collective completes only when every rank of its group has entered it, so the whole job
@@ -87,6 +88,49 @@ def rank_missing(ctx: Context) -> Iterable[Finding]:
             continue  # every rank is there, with different calls: HANG002
         yield _missing_finding(progress, top, leaders, behind)
     yield from _ras_missing(ctx)
+    yield from _fr_trace_missing(ctx)
+
+
+def _fr_trace_missing(ctx: Context) -> Iterable[Finding]:
+    """The collective that PyTorch's Flight Recorder analyzer (fr_trace) says not all ranks joined: its report
+    names the missing ranks; in its side-by-side view, their column ends before the others'."""
+    for report in ctx.case.fr_trace_reports:
+        if not report.missing_ranks:
+            continue
+        what = report.collective or "a collective"
+        detail = ", ".join(
+            part
+            for part in (
+                f"input sizes {report.input_sizes}" if report.input_sizes else "",
+                f"state {report.state}" if report.state else "",
+            )
+            if part
+        )
+        if report.form == "report":
+            where = f"collective {report.seq}" if report.seq is not None else "a collective"
+            if report.entry is not None:
+                where += f" (entry {report.entry} of the Flight Recorder buffer)"
+            group = f" of process group {report.group}" if report.group else ""
+            expected = f" of the {report.expected_ranks} expected" if report.expected_ranks else ""
+            message = (
+                f"{_ranks_word(report.missing_ranks)}{expected}{group} never joined {where}, {what}"
+                f"{f' ({detail})' if detail else ''}, as PyTorch's Flight Recorder analyzer (fr_trace) reports: the"
+                " other ranks wait in it"
+            )
+        else:
+            message = (
+                f"{_ranks_word(report.missing_ranks)} never joined entry {report.seq} ({what}"
+                f"{f', {detail}' if detail else ''}) that {_ranks_word(report.present_ranks)} entered, in the"
+                " side-by-side view of PyTorch's Flight Recorder analyzer (fr_trace): the other ranks wait in it"
+            )
+        yield make_finding(
+            "HANG001",
+            "error",
+            message,
+            evidence=shown(report.evidence),
+            evidence_count=len(report.evidence),
+            ranks=report.missing_ranks,
+        )
 
 
 def _is_missing(
