@@ -776,3 +776,26 @@ def test_a_message_the_census_knows_is_typed_with_the_census_s_fields() -> None:
     assert event.location == "init.cc:1702 (ncclCommInitRankFunc)"
     result = fed([f"{origin} NCCL INFO Frobnicated the widget cache 3 times"]).result
     assert result.unrecognized_count == 1 and result.unrecognized[0].reason == "unknown message"
+
+
+def test_nccl_s_last_warn_relayed_on_a_framework_s_line_is_a_bare_record_behind_its_lead() -> None:
+    """Issue 43: PyTorch's `Last error:` and XLA's `Last NCCL warning(error) log entry (may be unrelated) '...'`
+    relay NCCL's last WARN on the framework's own line (with srun -l's label when the line breaks were lost):
+    the message is read with the grammar; the framework's words before it go to the other readers."""
+    parser = NcclLogParser(lambda n, t: None)
+    line = (
+        "10: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1331, unhandled system error"
+        " (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.5 10: Last error: 10: socketStartConnect:"
+        " Connect to 127.0.0.1<45069> failed : Software caused connection abort"
+    )
+    shape = parser.shape_of(line.encode())
+    assert [r.family for r in shape.records] == ["socket_failure"] and shape.records[0].level == "BARE"
+    assert shape.lead is not None and line[shape.lead[0] : shape.lead[1]].endswith("Last error:")
+    xla = (
+        "E0311 external/xla/xla/service/gpu/nccl_utils.cc:305: NCCL operation ncclCommInitRank(&comm, nranks, id,"
+        " rank) failed: unhandled system error. Last NCCL warning(error) log entry (may be unrelated)"
+        " 'socketTryAccept: Accept failed: Bad file descriptor'."
+    )
+    assert [r.family for r in parser.shape_of(xla.encode()).records] == ["socket_failure"]
+    plain = "RuntimeError: NCCL error: unhandled system error. Last error: something NCCL never printed"
+    assert parser.shape_of(plain.encode()).records == []

@@ -295,11 +295,13 @@ def _relay(event: FrameworkEvent) -> None:
 
 
 def quote_last_errors(events: list[FrameworkEvent], records: list[Event]) -> None:
-    """A framework's `Last error:` whose text, on the next line, is NCCL's WARN text: the log reader
-    read that line as an NCCL message, so the framework reader never saw it. Called with the records of
+    """A framework's `Last error:` whose text, on the next line or after it on its own line, is NCCL's WARN
+    text: the log reader read that as an NCCL message, so the framework reader never saw it. Called with the records of
     each range as it is joined (the `Last error:` line comes first: its event is known by then), or with
     all the records of an input read whole: no record is kept for it."""
     waiting = {e.evidence.line + 1: e for e in events if e.kind == "last_error" and not e.text}
+    # on its own line, the log reader took NCCL's text from the line and left the framework's words before it
+    waiting.update({e.evidence.line: e for e in events if e.kind == "last_error" and not e.text})
     if not waiting:
         return
     for record in records:

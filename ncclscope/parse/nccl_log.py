@@ -67,6 +67,7 @@ from ncclscope.parse.moves import coarse_template, event_of, moved_shape, unique
 from ncclscope.parse.normalize import (
     CUT_MARKER_RE,
     CUT_PREFIX_RE,
+    CleanLine,
     clean,
     find_records,
     strip_launcher_prefix,
@@ -114,6 +115,8 @@ ELLIPSIS_RE = re.compile(r"\s*(?:\.{3,}|…)\s*$")
 BARE_TOO_PLAIN = frozenset({"system_footer"})
 
 
+# before NCCL's last WARN, as frameworks relay it (ncclGetLastError): PyTorch, vLLM ... and JAX/XLA's own words
+LAST_ERROR_RE = re.compile(r"Last error:|(?P<xla>Last NCCL warning\(error\) log entry \(may be unrelated\) ')")
 CENSUS_FALLBACK = True  # read unknown INFO messages with grammars/nccl_census.lark (off: the census tools' own check)
 LOCATED_RE = re.compile(r"(\S+\.\w+:\d+ \([^()\s]*\)) ")  # INFO_LOC's call site (2.30.7): "init.cc:123 (func) "
 CENSUS_FIELD_SUFFIX_RE = re.compile(r"__[a-z0-9]+$")  # the census grammar's field rules are named field__terminal
@@ -691,6 +694,9 @@ class NcclLogParser:
                     record.reason = "the record's prefix was cut off"
                 if record is not None and record.family is not None:
                     records.append(record)
+                elif (relayed := self._relayed_last_error(body, start, cl)) is not None:
+                    lead, record = relayed
+                    records.append(record)
                 elif FRAGMENT_RE.search(body):
                     whole = cl.raw_span(start, start + len(body))
                     records.append(RecordShape(whole, "INFO", None, FRAGMENT_REASON))
@@ -698,6 +704,25 @@ class NcclLogParser:
         if records:
             shape.fixed_digits = self._fixed_digit_columns(raw, records)
         return shape
+
+    def _relayed_last_error(self, body: str, start: int, cl: CleanLine) -> tuple[Span, RecordShape] | None:
+        """NCCL's last WARN that a framework relays on its own line (`... Last error: NET/IB : Got completion
+        from peer ...`, PyTorch, vLLM, a line whose breaks a paste lost): the message as a bare record, and the
+        framework's text before it as the line's lead (the framework reader reads it, `Last error:` included)."""
+        found = LAST_ERROR_RE.search(body)
+        if found is None:
+            return None
+        after = found.end()
+        message = strip_launcher_prefix(body[after:].lstrip())[1].lstrip()  # srun -l's "10: ", line breaks lost
+        if found["xla"]:  # XLA quotes it: '...'. (the quote may be cut with the line)
+            message = message.split("'", 1)[0] if "'" in message else message
+        if not message or not self._message_start.match(message):
+            return None
+        offset = start + after + body[after:].index(message)
+        record = self._parse_record(message.rstrip(), offset, "message", cl.raw_span)
+        if record.family is None:
+            return None
+        return cl.raw_span(start, start + after), record
 
     def _parse_record(self, text: str, offset: int, start: str, to_raw: Callable[[int, int], Span]) -> RecordShape:
         def mapper(a: int, b: int) -> Span:
