@@ -461,6 +461,32 @@ def summarize(results: list[FileResult]) -> Summary:
     return s
 
 
+def kind_of(name: str) -> str:
+    """A paste's kind, as its file name begins (nccl-log-d101.txt: nccl-log)."""
+    return re.sub(r"-d\d+$", "", name.rsplit(".", 1)[0])
+
+
+def kind_table(results: list[FileResult]) -> str:
+    """The figures per kind of paste (issue 43): files, refused, NCCL lines typed, tables and matrices right,
+    must recall, false alarms, severity misses and headlines right."""
+    rows = [("kind", "files", "refused", "typed", "tables", "matrices", "recall", "false alarms", "severity off",
+             "headline")]  # fmt: skip
+    by_kind: dict[str, list[FileResult]] = {}
+    for r in results:
+        by_kind.setdefault(kind_of(r.name), []).append(r)
+    for kind, items in sorted(by_kind.items()):
+        s = summarize(items)
+        rows.append((
+            kind, str(s.files), str(s.unusable), f"{s.typed}/{s.nccl_lines}", f"{s.tests_right}/{s.tests_checked}",
+            f"{s.topo_right}/{s.topo_checked}", f"{s.must_hit}/{s.must}", str(s.false_alarms),
+            str(s.over_severity + s.under_severity), f"{s.headline_right}/{s.roots}",
+        ))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -488,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     later = summarize([r for r in results if r.later])
     forms = ", ".join([*LATER_KINDS, *LATER_FORMS.values()])
     print(f"later kinds and forms ({forms}; issue 43), apart: {later.line()}")
+    print()
+    print(kind_table(results))
     if args.json:
         payload = {"summary": summary.__dict__, "files": [r.__dict__ for r in results]}
         args.json.write_text(json.dumps(payload, indent=2), encoding="utf-8")
