@@ -267,6 +267,7 @@ RDMA_MESSAGES = {
     "ib_no_ip_interface": "no_ip_interface",
     "ofi_init_failed": "ofi_init_failed",
     "ofi_no_provider": "ofi_no_provider",
+    "ofi_no_fabric": "ofi_no_fabric",
 }
 
 

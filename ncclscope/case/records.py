@@ -464,7 +464,7 @@ def _on_ofi(b: Builder, s: ProcessState, e: Event, path: str) -> None:
         _device(b, e, path, "OFI", 0, name, link_layer=str(provider.get("ofi_fabric") or "") or None)
     if e.level == "WARN":
         return
-    if not any(kind in f for kind in ("ofi_init_failed", "ofi_no_provider", "ofi_initializing")):
+    if not any(kind in f for kind in ("ofi_init_failed", "ofi_no_provider", "ofi_no_fabric", "ofi_initializing")):
         # aws-ofi-nccl logs its set-up only from a process that loaded it: that process's network is OFI,
         # whether or not its "Using network" line was kept
         s.process.network = s.process.network or "OFI"

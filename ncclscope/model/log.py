@@ -143,6 +143,7 @@ class RdmaProblem(Origin):
         "net_plugin_init_failed",
         "ofi_init_failed",
         "ofi_no_provider",
+        "ofi_no_fabric",
     ]
     detail: str = ""
     evidence: Evidence

@@ -14,8 +14,8 @@ from ncclscope.case.read import read_case
 from ncclscope.diagnose.engine import analyze
 from ncclscope.model import Finding
 
+from conftest import REPO, run_cli
 from conftest import evidence_lines as lines
-from conftest import run_cli
 
 NET = "fixtures/net"
 SINGLE_HOST_SOCKET = f"{NET}/single_host_socket.log"
@@ -431,3 +431,12 @@ def test_connection_retries_whose_outcome_is_cut_off_are_a_warning_and_explain_t
     (run001,) = found["RUN001"]
     assert "rank 1 was still retrying a connection (NET006)" in run001.message
     assert "stuck (a hang)" not in run001.message
+
+
+def test_an_ofi_plugin_that_finds_no_efa_device_is_the_root_of_the_socket_fallback() -> None:
+    """Issue 43: aws-ofi-nccl's `fi_getinfo() call failed: No data available`: the EFA device is not visible."""
+    found = analyze(read_case([str(REPO / "fixtures/nccl/aws_ofi_no_efa_device.log")], jobs=1).case).findings
+    (net002,) = [f for f in found if f.code == "NET002"]
+    assert net002.severity == "error" and found[0].code == "NET002"
+    assert "aws-ofi-nccl found no fabric device (fi_getinfo: the EFA device is not visible" in net002.message
+    assert "vpc.amazonaws.com/efa" in net002.fix

@@ -159,8 +159,14 @@ RDMA_CAUSES = {
     "net_plugin_init_failed": "the net plugin failed to initialize",
     "ofi_init_failed": "aws-ofi-nccl could not initialize",
     "ofi_no_provider": "aws-ofi-nccl could not initialize",
+    "ofi_no_fabric": "aws-ofi-nccl found no fabric device (fi_getinfo: the EFA device is not visible to the process)",
 }
 QUOTED_CAUSES = {"net_plugin_init_failed", "ofi_init_failed", "ofi_no_provider"}  # their message says more
+EFA_FIX = (
+    "Make the EFA devices visible to the process: on EKS request the vpc.amazonaws.com/efa resource (the EFA device"
+    " plugin), with docker pass them (--device=/dev/infiniband/uverbs0 ... for each), and check `fi_info -p efa` on"
+    " the host and inside the container; keep aws-ofi-nccl and libfabric of the image matched to the host's driver."
+)
 
 
 @rule("NET002", "rdma-unavailable", severity="warning", needs=["nccl_log"])
@@ -250,6 +256,7 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
         message += " would go over TCP"
     elif not multi:
         message += "; the job's other ranks may run on hosts the inputs lack, which would talk over TCP"
+    no_fabric = any(p.kind == "ofi_no_fabric" for p in ctx.case.rdma_problems)
     yield make_finding(
         "NET002",
         severity,
@@ -257,6 +264,7 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
         evidence=shown_with(evidence, chosen),
         evidence_count=len({(e.source, e.line) for e in [*evidence, *chosen]}),
         hosts=hosts,
+        **({"fix": EFA_FIX} if no_fabric else {}),
     )
 
 
