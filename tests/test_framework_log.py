@@ -330,3 +330,15 @@ def test_silent_ranks_of_a_cut_input_may_just_be_missing(tmp_path: Path) -> None
     # rank 5's record, cut inside OpType, holds its rank and SeqNum: rank 5 timed out like ranks 0-4
     assert "on ranks 0-5" in finding.message and "ranks 6-7 of 8 reported no timeout" in finding.message
     assert "the input looks cut" in finding.message and "so their lines may just be missing" in finding.message
+
+
+def test_the_nccl_a_framework_says_it_loaded_is_a_release_of_the_job() -> None:
+    """Issue 43: vLLM names the NCCL its pynccl loaded; without an NCCL banner it is the release the job ran."""
+    reader = read_lines(
+        "(VllmWorkerProcess pid=4120) INFO 11-02 08:25:45 pynccl.py:63] vLLM is using nccl==2.20.5",
+        "INFO 11-02 08:25:45 pynccl.py:63] vLLM is using nccl==2.21.5",
+    )
+    assert [(e.kind, e.nccl_version) for e in reader.events] == [
+        ("nccl_version_used", "2.20.5"),
+        ("nccl_version_used", "2.21.5"),
+    ]

@@ -190,6 +190,7 @@ FrameworkKind = Literal[
     "nccl_result",
     "last_error",
     "comm_aborted",
+    "nccl_version_used",
 ]
 
 
@@ -202,7 +203,7 @@ class FrameworkEvent(Record):
         "when None), watchdog_stuck (the watchdog thread itself made no progress), pg_options (how a process group "
         "was set up: world_size, timeout_ms, nccl_version), operations_failed, watchdog_exception, nccl_error (NCCL "
         "returned an error to the framework), nccl_result (the ncclResult_t name line), last_error (NCCL's last "
-        "WARN, as the framework quotes it), comm_aborted."
+        "WARN, as the framework quotes it), comm_aborted, nccl_version_used (the NCCL the framework says it loaded)."
     )
     rank: int | None = Field(None, description="Global rank, as the record names it.")
     world_size: int | None = Field(None, description="pg_options: ranks in the process group.")

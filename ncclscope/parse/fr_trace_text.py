@@ -17,6 +17,7 @@ from lark.exceptions import LarkError
 from ncclscope.model import Evidence, FrTraceReport
 from ncclscope.parse.grammars import load
 
+MISMATCH = "Not all ranks joining collective"  # a report's first words: the one test before the grammar
 REPORT_FIELDS = ("group_info", "collective", "missing", "sizes", "expected", "state")
 HEADER_RE = re.compile(r"Rank \d+")
 
@@ -51,7 +52,7 @@ class FrTraceTextReader:
             if self._view_line(text, body, evidence):
                 return self._took()
             self._end_view()
-        tree = _parse(body, "mismatch")
+        tree = _parse(body, "mismatch") if body.startswith(MISMATCH) else None
         if tree is not None:
             self._report = FrTraceReport(
                 source=self.source, form="report", seq=_int(tree, "coll_seq"), entry=_int(tree, "entry"),

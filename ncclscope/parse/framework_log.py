@@ -40,7 +40,7 @@ MARKER_RE = re.compile(
     r"|Received a dump signal due to a collective timeout"
     r"|ProcessGroupNCCL.s watchdog got stuck for|Heartbeat monitor timed out"
     r"|Some NCCL operations have failed|Process group watchdog thread terminated|NCCL error\b|Last error:"
-    r"|NCCL operation nccl\w+\(.{0,200}?\) failed:"
+    r"|NCCL operation nccl\w+\(.{0,200}?\) failed:|vLLM is using nccl=="
     rf"|nccl(?:{'|'.join(NCCL_ERRORS)}):"
     r"|NCCL communicator was aborted|ProcessGroupNCCL (?:initialization options|environments):"
 )
@@ -157,7 +157,7 @@ class FrameworkReader:
     # is no record, its forms are ncclSystemError: ...; "atchdog" alone makes a wrapped record's first part)
     HINT_WORDS = (
         "NCCL", "atchdog", "Last error", "Heartbeat monitor", "Caught collective", "Received a dump signal",
-        *(f"nccl{e}:" for e in NCCL_ERRORS),
+        "is using nccl==", *(f"nccl{e}:" for e in NCCL_ERRORS),
     )  # fmt: skip
     HINT_START = ""
 

@@ -18,6 +18,7 @@ from lark.exceptions import LarkError
 from ncclscope.model import Evidence, TopologyMatrix
 from ncclscope.parse.grammars import load
 
+TITLE = "ROCm System Management Interface"
 SECTION_RE = re.compile(r"(Weight|Hops|Link Type) between two GPUs|Numa Nodes|End of ROCm SMI Log")
 SECTIONS = {"Weight": "weight", "Hops": "hops", "Link Type": "type", "Numa Nodes": "numa"}
 EVIDENCE_ORDER = {"type": 0, "hops": 1, "numa": 2}  # a GPU's lines shown as evidence, in this order
@@ -88,10 +89,12 @@ class RocmSmiTopologyReader:
         return False
 
     def _banner(self, line_no: int, body: str) -> bool:
+        title = SECTION_RE.search(body)
+        if not (self._started or title or TITLE in body):
+            return False  # another program's line of '=' (a separator, a progress bar): no grammar for it
         if _parse(body, "banner") is None:
             return False
-        title = SECTION_RE.search(body)
-        if "ROCm System Management Interface" in body:
+        if TITLE in body:
             self._end()
             self._started, self._first_line = True, line_no
         elif not self._started and title and title[0] != "End of ROCm SMI Log":
