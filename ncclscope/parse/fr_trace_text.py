@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 
 from lark import Tree
-from lark.exceptions import LarkError
 
 from ncclscope.model import Evidence, FrTraceReport
-from ncclscope.parse.grammars import load
+from ncclscope.parse.grammars import parse_or_none
 
 MISMATCH = "Not all ranks joining collective"  # a report's first words: the one test before the grammar
 REPORT_FIELDS = ("group_info", "collective", "missing", "sizes", "expected", "state")
@@ -145,10 +144,7 @@ class FrTraceTextReader:
 
 
 def _parse(text: str, start: str) -> Tree | None:
-    try:
-        return load("fr_trace_text", start).parse(text)
-    except LarkError:
-        return None
+    return parse_or_none("fr_trace_text", start, text)
 
 
 def _text(tree: Tree, rule: str) -> str | None:

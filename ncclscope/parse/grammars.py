@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lark import Lark
+    from lark import Lark, Tree
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # ncclscope/
 
@@ -104,6 +104,17 @@ def load(name: str, start: str | tuple[str, ...] = "start") -> Lark:
     if built:
         _write_built(parser, built)
     return parser
+
+
+def parse_or_none(name: str, start: str, text: str) -> Tree | None:
+    """`text` read from `start` of grammars/<name>, or None when the grammar does not take it (a reader trying
+    one line kind after another)."""
+    from lark.exceptions import LarkError
+
+    try:
+        return load(name, start).parse(text)
+    except LarkError:
+        return None
 
 
 def _built_file(lark_cache: str, name: str) -> Path:

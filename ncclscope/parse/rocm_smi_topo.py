@@ -13,10 +13,9 @@ from __future__ import annotations
 import re
 
 from lark import Tree
-from lark.exceptions import LarkError
 
 from ncclscope.model import Evidence, TopologyMatrix
-from ncclscope.parse.grammars import load
+from ncclscope.parse.grammars import parse_or_none
 
 TITLE = "ROCm System Management Interface"
 SECTION_RE = re.compile(r"(Weight|Hops|Link Type) between two GPUs|Numa Nodes|End of ROCm SMI Log")
@@ -159,10 +158,7 @@ class RocmSmiTopologyReader:
 
 
 def _parse(text: str, start: str) -> Tree | None:
-    try:
-        return load("rocm_smi_topo", start).parse(text)
-    except LarkError:
-        return None
+    return parse_or_none("rocm_smi_topo", start, text)
 
 
 def _tokens(tree: Tree, rule: str) -> list[str]:
