@@ -342,3 +342,25 @@ def test_the_nccl_a_framework_says_it_loaded_is_a_release_of_the_job() -> None:
         ("nccl_version_used", "2.20.5"),
         ("nccl_version_used", "2.21.5"),
     ]
+
+
+def test_the_desync_report_names_the_ranks_the_others_wait_for() -> None:
+    """Issue 43: PyTorch's TORCH_NCCL_DESYNC_DEBUG report (TraceUtils.h), behind 2.4+'s `[PG ID .. Rank N]` tag."""
+    from ncclscope.diagnose.engine import analyze
+
+    path = "fixtures/framework/torch26_desync_report.log"
+    assert [(e.rank, e.seq) for e in events(path, "watchdog_timeout")] == [(1, 923553), (3, 923553)]
+    (report,) = events(path, "desync_not_joined")
+    assert (report.ranks, report.seq, report.next_seq) == ([0], 923552, 923553)
+    reader = read_lines(
+        "\t   - [47] joined but didn't finish collective #41207 (count from 1)",
+        " - To our best knowledge, ranks [5, 6] are the lagging ranks that caused this timeout. They never joined"
+        " any collectives",
+    )
+    assert [(e.kind, e.ranks, e.seq) for e in reader.events] == [
+        ("desync_unfinished", [47], 41207),
+        ("desync_never_joined", [5, 6], None),
+    ]
+    findings = analyze(read_case([str(REPO / path)], jobs=1).case).findings
+    assert findings[0].code == "HANG001" and findings[0].ranks == [0]
+    assert "rank 0 finished collective #923552 but never joined #923553" in findings[0].message

@@ -191,6 +191,9 @@ FrameworkKind = Literal[
     "last_error",
     "comm_aborted",
     "nccl_version_used",
+    "desync_unfinished",
+    "desync_not_joined",
+    "desync_never_joined",
 ]
 
 
@@ -203,9 +206,13 @@ class FrameworkEvent(Record):
         "when None), watchdog_stuck (the watchdog thread itself made no progress), pg_options (how a process group "
         "was set up: world_size, timeout_ms, nccl_version), operations_failed, watchdog_exception, nccl_error (NCCL "
         "returned an error to the framework), nccl_result (the ncclResult_t name line), last_error (NCCL's last "
-        "WARN, as the framework quotes it), comm_aborted, nccl_version_used (the NCCL the framework says it loaded)."
+        "WARN, as the framework quotes it), comm_aborted, nccl_version_used (the NCCL the framework says it loaded); "
+        "desync_unfinished, desync_not_joined and desync_never_joined: the ranks PyTorch's desync report "
+        "(TORCH_NCCL_DESYNC_DEBUG) blames, with the collective."
     )
     rank: int | None = Field(None, description="Global rank, as the record names it.")
+    ranks: list[int] = Field(default_factory=new_list, description="The ranks a desync report names.")
+    next_seq: int | None = Field(None, description="desync_not_joined: the collective the ranks did not join.")
     world_size: int | None = Field(None, description="pg_options: ranks in the process group.")
     process_group: str | None = None
     seq: int | None = Field(None, description="Sequence number of the collective (SeqNum, work sequence id).")

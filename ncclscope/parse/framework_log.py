@@ -41,6 +41,7 @@ MARKER_RE = re.compile(
     r"|ProcessGroupNCCL.s watchdog got stuck for|Heartbeat monitor timed out"
     r"|Some NCCL operations have failed|Process group watchdog thread terminated|NCCL error\b|Last error:"
     r"|NCCL operation nccl\w+\(.{0,200}?\) failed:|vLLM is using nccl=="
+    r"|(?:- )?\[[\d, ]+\] (?:joined but didn't finish|finished) collective #|ranks \[[\d, ]+\] are the lagging ranks"
     rf"|nccl(?:{'|'.join(NCCL_ERRORS)}):"
     r"|NCCL communicator was aborted|ProcessGroupNCCL (?:initialization options|environments):"
 )
@@ -63,11 +64,11 @@ SETTINGS_KEEP = 500
 FIELDS = {
     "rank", "seq", "op_type", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued",
     "last_completed", "pg_id", "nccl_version", "raised_at", "result_text", "result_name", "from_rank", "stuck_s",
-    "nccl_call",
+    "nccl_call", "next_seq",
 }  # fmt: skip
 INT_FIELDS = {
     "rank", "seq", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued", "last_completed", "from_rank",
-    "stuck_s",
+    "stuck_s", "next_seq",
 }  # fmt: skip
 
 
@@ -123,6 +124,10 @@ def event_from(tree: Tree, evidence: Evidence) -> FrameworkEvent:
         if name in FIELDS and node.children and isinstance(node.children[0], Token):
             text = str(node.children[0]).strip()
             values.setdefault(name, int(text) if name in INT_FIELDS else text)
+    ranks = [int(str(r.children[0])) for node in tree.find_data("rank_list") for r in node.children]
+    if ranks:  # a desync report's ranks: the list, not one rank
+        values.pop("rank", None)
+        values["ranks"] = ranks
     text = next((str(t).strip() for t in tree.children if isinstance(t, Token) and t.type == "TEXT"), "")
     result = values.pop("result_text", None) or values.pop("result_name", None)
     pg = values.pop("pg_id", None)
@@ -157,7 +162,7 @@ class FrameworkReader:
     # is no record, its forms are ncclSystemError: ...; "atchdog" alone makes a wrapped record's first part)
     HINT_WORDS = (
         "NCCL", "atchdog", "Last error", "Heartbeat monitor", "Caught collective", "Received a dump signal",
-        "is using nccl==", *(f"nccl{e}:" for e in NCCL_ERRORS),
+        "is using nccl==", "collective #", "lagging ranks", *(f"nccl{e}:" for e in NCCL_ERRORS),
     )  # fmt: skip
     HINT_START = ""
 
@@ -203,7 +208,10 @@ class FrameworkReader:
                     self._read(carry_no, glued, 2)
                     self.lines += 2
                     return True
-        if not ("NCCL" in text or "nccl" in text or "atchdog" in text or "Last error" in text or "eartbeat" in text):
+        if not (
+            "NCCL" in text or "nccl" in text or "atchdog" in text or "Last error" in text or "eartbeat" in text
+            or "collective #" in text or "lagging ranks" in text  # PyTorch's desync report
+        ):  # fmt: skip
             return False
         if self._read(line_no, text, 1):
             self.lines += 1

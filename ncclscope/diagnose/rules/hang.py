@@ -55,11 +55,11 @@ def _cut_sources(ctx: Context) -> set[str]:
 def rank_missing(ctx: Context) -> Iterable[Finding]:
     """In a process group or communicator, some ranks never entered the collective that the others
     wait in. Read from PyTorch Flight Recorder dumps (the sequence number each rank reached, with
-    the collective, sizes and dtypes) and from what its analyzer (fr_trace) prints about them, the
-    PyTorch watchdog's "last enqueued work" lines, NCCL COLL lines (opCount per rank) and ncclras
-    reports (ranks that gave no data, processes RAS considers dead). Names the ranks, their hosts
-    when known, the group, the sequence number, the collective
-    and how many ranks wait.
+    the collective, sizes and dtypes) and from what its analyzer (fr_trace) prints about them, PyTorch's
+    desync report (TORCH_NCCL_DESYNC_DEBUG), the watchdog's "last enqueued work" lines, NCCL COLL lines
+    (opCount per rank) and ncclras reports (ranks that gave no data, processes RAS considers dead).
+    Names the ranks, their hosts when known, the group, the sequence number, the collective and how
+    many ranks wait.
 
     Why: a collective completes only when every rank of its group has entered it, so the whole job
     waits for the ranks that did not arrive; the watchdog then times out on every other rank, which
@@ -89,6 +89,44 @@ def rank_missing(ctx: Context) -> Iterable[Finding]:
         yield _missing_finding(progress, top, leaders, behind)
     yield from _ras_missing(ctx)
     yield from _fr_trace_missing(ctx)
+    yield from _desync_lagging(ctx)
+
+
+DESYNC_KINDS = ("desync_not_joined", "desync_never_joined", "desync_unfinished")
+
+
+def _desync_lagging(ctx: Context) -> Iterable[Finding]:
+    """The ranks PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG=1) blames: those at the lagging collective,
+    finished but not in the next one, or in it but not finished, or in none at all."""
+    events = [e for e in ctx.case.framework if e.kind in DESYNC_KINDS and e.ranks]
+    if not events:
+        return
+    parts: list[str] = []
+    seen: set[tuple[str, tuple[int, ...], int | None]] = set()
+    for e in events:
+        key = (e.kind, tuple(e.ranks), e.seq)
+        if key in seen:
+            continue  # every rank's watchdog prints the same report
+        seen.add(key)
+        who = _ranks_word(e.ranks)
+        if e.kind == "desync_not_joined":
+            parts.append(f"{who} finished collective #{e.seq} but never joined #{e.next_seq}")
+        elif e.kind == "desync_unfinished":
+            parts.append(f"{who} joined collective #{e.seq} but did not finish it")
+        else:
+            parts.append(f"{who} never joined any collective")
+    ranks = sorted({r for e in events for r in e.ranks})
+    message = "PyTorch's desync report (TORCH_NCCL_DESYNC_DEBUG) names the ranks the others wait for: " + "; ".join(
+        parts
+    )
+    yield make_finding(
+        "HANG001",
+        "error",
+        message,
+        evidence=shown(e.evidence for e in events),
+        evidence_count=len(events),
+        ranks=ranks,
+    )
 
 
 def _fr_trace_missing(ctx: Context) -> Iterable[Finding]:
