@@ -24,7 +24,7 @@ HEADER_RE = re.compile(r"Rank \d+")
 class FrTraceTextReader:
     """Reads the lines of one input that fr_trace printed."""
 
-    HINT_WORDS: tuple[str, ...] = ("Not all ranks joining collective", "input_sizes=")
+    HINT_WORDS: tuple[str, ...] = (MISMATCH, "input_sizes=")
     HINT_START = r"Rank \d+\s{2,}Rank \d+"
 
     def __init__(self, source: str) -> None:
@@ -42,6 +42,8 @@ class FrTraceTextReader:
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is fr_trace's."""
         body = text.strip()
+        if self._report is None and not self._columns and not body.startswith(MISMATCH) and "Rank " not in body:
+            return False  # most lines: none of fr_trace's
         evidence = Evidence(source=self.source, line=line_no, text=body)
         if self._report is not None:
             if self._report_line(body, evidence):

@@ -26,7 +26,7 @@ EVIDENCE_ORDER = {"type": 0, "hops": 1, "numa": 2}  # a GPU's lines shown as evi
 class RocmSmiTopologyReader:
     """Reads the lines of one input that belong to `rocm-smi --showtopo` output."""
 
-    HINT_WORDS: tuple[str, ...] = ("ROCm System Management Interface", "between two GPUs", "(Topology) Numa")
+    HINT_WORDS: tuple[str, ...] = (TITLE, "between two GPUs", "(Topology) Numa")
     HINT_START = r"={3,}"
 
     def __init__(self, source: str) -> None:
