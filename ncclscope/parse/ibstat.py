@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 
 from lark import Tree
-from lark.exceptions import LarkError
 
 from ncclscope.model import Evidence, IbDevice, IbPort
-from ncclscope.parse.grammars import load
+from ncclscope.parse.grammars import parse_or_none
 
 START_RE = re.compile(r"^(?:CA '[^']+'|Infiniband device '[^']+' port \d+ status:)\s*$")
 FIELD_RE = re.compile(
@@ -54,9 +53,8 @@ class IbstatReader:
         if not START_RE.match(body) and (self._device is None or not FIELD_RE.match(body)):
             self._device = self._port = None  # a block ends at the first line that is not ibstat's
             return False
-        try:
-            tree = load("ibstat").parse(body)
-        except LarkError:
+        tree = parse_or_none("ibstat", "start", body)
+        if tree is None:
             return False
         self._take(tree, Evidence(source=self.source, line=line_no, text=body))
         return True

@@ -172,11 +172,11 @@ def _valid_utf8(data: bytes) -> bool:
 def relayed_message(text: str) -> tuple[str, dict[str, str]] | None:
     """(family, fields as text) of NCCL's message that a framework relays (`Last error:` then the text of
     NCCL's last WARN, without its prefix), read with the grammar's `message` start; None when unknown."""
-    shape = _relay_reader().shape_of(text.strip().encode())
+    raw = text.strip().encode()
+    shape = _relay_reader().shape_of(raw)
     record = shape.records[0] if len(shape.records) == 1 else None
     if record is None or record.family is None:
         return None
-    raw = text.strip().encode()
     fields = {k: raw[v[0] : v[1]].decode("utf-8", "replace") for k, v in record.fields.items() if isinstance(v, tuple)}
     return record.family, fields
 
@@ -192,9 +192,8 @@ def _census_record(message: str) -> tuple[str, dict[str, Any], Span | None] | No
     INFO_LOC writes before the message ("init.cc:123 (ncclCommInitRank) "), when there is one."""
     located = LOCATED_RE.match(message)
     at = located.end() if located else 0
-    try:
-        tree = grammars.load("nccl_census").parse(message[at:])
-    except LarkError:
+    tree = grammars.parse_or_none("nccl_census", "start", message[at:])
+    if tree is None:
         return None
     rule = tree.children[0] if tree.data == "start" and tree.children else tree
     if not isinstance(rule, Tree):
