@@ -11,10 +11,10 @@ import pytest
 from ncclscope.case.read import read_case
 from ncclscope.diagnose.bandwidth import judge_bandwidth
 from ncclscope.diagnose.engine import analyze
-from ncclscope.diagnose.expectations import DATA_FILE, platform_spec, reference
+from ncclscope.diagnose.expectations import DATA_FILE, instance_spec, platform_spec, reference
 from ncclscope.diagnose.platform import detect_platform
 from ncclscope.diagnose.reference_data import ExpectedBusbw
-from ncclscope.model import BandwidthJudgement, Platform
+from ncclscope.model import BandwidthJudgement, Case, Platform
 
 from conftest import REPO
 
@@ -226,3 +226,104 @@ def test_derived_figures_say_so() -> None:
 def test_data_file_ships_in_the_package() -> None:
     assert DATA_FILE.parent.name == "data" and DATA_FILE.parent.parent.name == "ncclscope"
     assert json.loads(DATA_FILE.read_text(encoding="utf-8"))["entries"]
+
+
+# ------------------------------------------------------------------------------ cloud instances
+P5_LOG = "fixtures/nccl/aws_ofi_p5_instance.log"
+P5_TABLE = "fixtures/nccl_tests/p5_two_hosts_all_reduce_efa.txt"
+
+
+def _with_log(tmp_path: Path, table: str, log_lines: list[str], collective: str | None = None) -> Case:
+    text = (REPO / table).read_text(encoding="utf-8")
+    if collective:  # the same table as another collective: nccl-tests prints its name and `none` for redop
+        text = text.replace("all_reduce_perf", f"{collective}_perf").replace("     sum  ", "    none  ")
+    (tmp_path / "table.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "job.log").write_text("\n".join(log_lines) + "\n", encoding="utf-8")
+    return read_case([str(tmp_path / "job.log"), str(tmp_path / "table.txt")], jobs=1).case
+
+
+def test_an_aws_instance_named_by_the_plugin_gives_the_nics_the_log_does_not_count() -> None:
+    platform = platform_of(P5_LOG, P5_TABLE)
+    assert platform.instance == "p5.48xlarge"
+    assert "Running on p5.48xlarge platform" in platform.evidence[-1].text
+    [j] = judgements(P5_LOG, P5_TABLE)
+    assert j.expected_busbw == pytest.approx(32 * 10.6)  # 32 EFA NICs of 100G: its provider line counts none
+    assert "32 NICs per host (p5.48xlarge)" in j.verdict
+    assert (j.ratio or 1) < 0.5  # an error: under half of it
+
+
+def test_the_instance_gives_the_gpu_when_no_device_line_does() -> None:
+    platform = platform_of(P5_LOG)
+    assert (platform.instance, platform.key, platform.gpu_model) == ("p5.48xlarge", "H100-SXM", "H100")
+    assert not any(m.startswith("GPU model") for m in platform.missing)
+
+
+def test_an_azure_topology_file_names_the_vm_series(tmp_path: Path) -> None:
+    log = ["gpu-u01:51020:51020 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /opt/microsoft/ndv5-topo.xml"]
+    case = _with_log(tmp_path, "fixtures/nccl_tests/mpi_ucx_warnings.txt", log)
+    platform = detect_platform(case)
+    assert platform.instance == "Standard_ND96isr_H100_v5"
+    [j] = judge_bandwidth(case, platform)
+    # 8 NDR NICs (8 x 46 GB/s) allow more than the 8 GPUs' own ring: the intra-host figure is the expectation
+    assert j.expected_busbw == 365 and "lower than what the NICs allow" in j.verdict
+
+
+def test_a_google_plugin_network_names_the_instance_and_its_health_check_floor(tmp_path: Path) -> None:
+    log = [f"tcpxo-{h}:31{r}:31{r} [{r}] NCCL INFO Using network FasTrak" for h in (0, 1) for r in range(8)]
+    case = _with_log(tmp_path, P5_TABLE, log, collective="all_gather")
+    platform = detect_platform(case)
+    assert platform.instance == "a3-megagpu-8g"
+    [j] = judge_bandwidth(case, platform)
+    # TCPXO has no per-NIC reference: Google's own pass level for a pair of A3 Mega hosts is the floor
+    assert j.expected_busbw == 150 and "health-check pass level" in j.verdict
+    assert "cluster-health-scanner" in (j.expectation_source or "")
+
+
+def test_a_plugin_shared_by_two_instance_types_needs_the_gpu(tmp_path: Path) -> None:
+    log = [f"gib-{h}:40{r}:40{r} [{r}] NCCL INFO Using network gIB" for h in (0, 1) for r in range(8)]
+    (tmp_path / "only").mkdir()
+    case = read_case([str(_write(tmp_path / "only" / "job.log", log))], jobs=1).case
+    assert detect_platform(case).instance is None  # a3-ultragpu-8g (H200) or a4-highgpu-8g (B200)
+    h200 = (REPO / P5_TABLE).read_text(encoding="utf-8").replace("H100 80GB HBM3", "H200")
+    (tmp_path / "table.txt").write_text(h200, encoding="utf-8")
+    case = read_case([str(tmp_path / "only" / "job.log"), str(tmp_path / "table.txt")], jobs=1).case
+    assert detect_platform(case).instance == "a3-ultragpu-8g"
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("p5en.48xlarge", "p5en.48xlarge"),
+        ("p5.48xlarge", "p5.48xlarge"),
+        ("P4D.24XLARGE", "p4d.24xlarge"),
+        ("standard_nd96isr_h100_v5", "Standard_ND96isr_H100_v5"),
+        ("m5.large", None),
+        (None, None),
+    ],
+)
+def test_instance_types_match_by_their_longest_name(name: str | None, key: str | None) -> None:
+    spec = instance_spec(name)
+    assert (spec.key if spec else None) == key
+
+
+def test_every_instance_names_a_known_gpu_and_a_source() -> None:
+    keys = {p.key for p in reference().platforms}
+    for entry in reference().instances:
+        assert entry.gpu in keys, entry.key
+        assert entry.source and entry.nics > 0 and entry.nic_gbps > 0
+        if entry.health_check:
+            assert entry.health_check.source
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [("AMD Instinct MI300X", "MI300X"), ("AMD Instinct MI325X", "MI325X"), ("AMD Instinct MI250X", "MI250X")],
+)
+def test_amd_instinct_names_are_their_own_platforms(name: str, key: str) -> None:
+    spec = platform_spec(name)
+    assert spec is not None and spec.key == key

@@ -461,7 +461,12 @@ def _on_ofi(b: Builder, s: ProcessState, e: Event, path: str) -> None:
     provider = f.get("ofi_provider")
     if isinstance(provider, dict):
         name = str(provider.get("ofi_provider"))
-        _device(b, e, path, "OFI", 0, name, link_layer=str(provider.get("ofi_fabric") or "") or None)
+        fabric = str(provider.get("ofi_fabric") or "") or None
+        _device(b, e, path, "OFI", 0, name, link_layer=fabric, nics=as_int(provider.get("nics")))
+    platform = f.get("ofi_platform")
+    if isinstance(platform, dict) and platform.get("instance_type"):
+        s.process.instance_type = str(platform["instance_type"])
+        s.process.evidence.setdefault("instance_type", evidence_of(e, path))
     if e.level == "WARN":
         return
     if not any(kind in f for kind in ("ofi_init_failed", "ofi_no_provider", "ofi_no_fabric", "ofi_initializing")):

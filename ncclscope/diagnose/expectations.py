@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         ExpectedBusbw,
         Figure,
         GpuCount,
+        InstanceSpec,
         Judging,
         LatencyReference,
         LinkFigure,
@@ -78,6 +79,34 @@ def spec_by_key(key: str | None) -> PlatformSpec | None:
         if spec.key == key:
             return spec
     return None
+
+
+def instance_spec(name: str | None) -> InstanceSpec | None:
+    """The cloud instance type entry for a name as the provider spells it ('p5.48xlarge', 'Standard_ND96isr_H100_v5');
+    the longest key that the name starts with, so that 'p5en.48xlarge' is not taken for 'p5'."""
+    if not name:
+        return None
+    name = name.strip().lower()
+    fits = [i for i in reference().instances if name.startswith(i.key.lower())]
+    return max(fits, key=lambda i: len(i.key)) if fits else None
+
+
+def instance_by_topo_file(path: str | None) -> InstanceSpec | None:
+    """The instance type whose image ships the topology file NCCL_TOPO_FILE names (by its file name)."""
+    if not path:
+        return None
+    file_name = path.strip().rsplit("/", 1)[-1].lower()
+    for entry in reference().instances:
+        if file_name in (f.lower() for f in entry.topo_files):
+            return entry
+    return None
+
+
+def instances_by_network(network: str | None) -> list[InstanceSpec]:
+    """The instance types whose own net plugin gives this network (`Using network FasTrak`)."""
+    if not network:
+        return []
+    return [i for i in reference().instances if network.strip().lower() in (n.lower() for n in i.networks)]
 
 
 def link_spec(link: str | None) -> LinkFigure | None:

@@ -10,11 +10,17 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ncclscope.diagnose.expectations import platform_spec
+from ncclscope.diagnose.expectations import (
+    instance_by_topo_file,
+    instance_spec,
+    instances_by_network,
+    platform_spec,
+    spec_by_key,
+)
 from ncclscope.model import BenchmarkRun, Case, Evidence, Platform
 
 if TYPE_CHECKING:
-    from ncclscope.diagnose.reference_data import PlatformSpec
+    from ncclscope.diagnose.reference_data import InstanceSpec, PlatformSpec
 
 NV_RE = re.compile(r"^NV(\d+)$")
 
@@ -47,6 +53,12 @@ def detect_platform(case: Case) -> Platform:
             )
             break
 
+    instance, instance_evidence = detect_instance(case, spec)
+    if instance_evidence is not None:
+        evidence.append(instance_evidence)
+    if spec is None and instance is not None:
+        spec = spec_by_key(instance.gpu)  # the instance type's GPU, when no device line names one
+
     nvlink_links, nvswitch, topo_evidence = _matrix_facts(case, spec)
     evidence.extend(topo_evidence)
     log_nvswitch, log_evidence = _log_nvswitch(case)
@@ -65,7 +77,7 @@ def detect_platform(case: Case) -> Platform:
 
     if gpu_name is None and len(gpu_runs) < len(case.benchmarks):
         missing.append("GPU model: the benchmark tables are from CPU processes (gloo), not GPUs")
-    elif gpu_name is None:
+    elif gpu_name is None and spec is None:
         missing.append(
             "GPU model: nccl-tests device lines (`#  Rank  0 Group  0 Pid ... NVIDIA H100 80GB HBM3`) from a run "
             "printed with its header, or `nvidia-smi -L`"
@@ -87,9 +99,32 @@ def detect_platform(case: Case) -> Platform:
         nic_link_layers=layers,
         network=network,
         key=spec.key if spec else None,
+        instance=instance.key if instance else None,
         evidence=evidence,
         missing=missing,
     )
+
+
+def detect_instance(case: Case, gpu: PlatformSpec | None) -> tuple[InstanceSpec | None, Evidence | None]:
+    """The cloud instance type: named by the net plugin (aws-ofi-nccl's `Running on <type> platform`), by the
+    file name of the topology file its image ships (NCCL_TOPO_FILE, e.g. Azure's ndv5-topo.xml), or by the network
+    of a provider's own plugin (`Using network FasTrak`: A3 Mega); where two types share a plugin, by the GPU."""
+    for p in case.processes:
+        spec = instance_spec(p.instance_type)
+        if spec is not None:
+            return spec, p.evidence.get("instance_type")
+    for setting in case.env:
+        if setting.name == "NCCL_TOPO_FILE":
+            spec = instance_by_topo_file(setting.value)
+            if spec is not None:
+                return spec, setting.evidence
+    for p in case.processes:
+        fits = instances_by_network(p.network)
+        if len(fits) > 1:
+            fits = [i for i in fits if gpu is not None and i.gpu == gpu.key]
+        if len(fits) == 1:
+            return fits[0], p.evidence.get("network")
+    return None, None
 
 
 def _matrix_facts(case: Case, spec: PlatformSpec | None) -> tuple[int | None, bool | None, list[Evidence]]:

@@ -117,6 +117,31 @@ class Network(_Data):
     floor_note: str
 
 
+class HealthCheck(_Data):
+    """A provider's own pass level for a host pair (a floor, not what healthy hosts reach)."""
+
+    collective: str
+    hosts: int
+    busbw_gbs: int | float
+    source: str
+
+
+class InstanceSpec(_Data):
+    """A cloud instance type: its GPUs, the GPU NICs (count, line rate in Gb/s) and their fabric."""
+
+    key: str
+    provider: str
+    gpu: str  # a platforms[].key
+    gpus: int
+    nics: int
+    nic_gbps: int | float
+    fabric: str
+    networks: list[str] = []  # the network its own NCCL net plugin gives ("Using network FasTrak")
+    topo_files: list[str] = []
+    source: str
+    health_check: HealthCheck | None = None
+
+
 class LatencyReference(_Data):
     fabric: str
     hosts: int | str
@@ -148,5 +173,7 @@ class ExpectedBusbw(_Data):
     entries: list[BusbwEntry]
     pcie: list[PcieEntry]
     network: Network
+    instances: list[InstanceSpec]
+    instances_note: str
     latency: list[LatencyReference]
     data_check: DataCheck

@@ -15,6 +15,7 @@ from ncclscope.common.words import exact_size
 from ncclscope.diagnose.expectations import (
     figure,
     gpus_fit,
+    instance_spec,
     platform_spec,
     reference,
     reference_entry,
@@ -24,14 +25,12 @@ from ncclscope.diagnose.platform import host_gpus
 from ncclscope.model import BenchmarkRow, BenchmarkRun, Case, Platform
 
 if TYPE_CHECKING:
-    from ncclscope.diagnose.reference_data import BusbwEntry, NicEntry, PcieEntry, PlatformSpec
+    from ncclscope.diagnose.reference_data import BusbwEntry, InstanceSpec, NicEntry, PcieEntry, PlatformSpec
 
 GIB = 1 << 30
 # collectives whose cross-host traffic cannot be spread over the NICs of a host (sjeaugey nccl-tests#267)
 SINGLE_NIC_COLLECTIVES = frozenset({"alltoall", "alltoallv", "sendrecv", "gather", "scatter", "hypercube"})
 NET_SPEED_RE = re.compile(r"\bNET\[(\d+(?:\.\d+)?)\]")
-OFI_NICS_RE = re.compile(r"found (\d+) nics", re.IGNORECASE)
-OFI_INSTANCE_RE = re.compile(r"Running on (\S+) platform")
 FAR_PATHS = frozenset({"SYS", "SOC", "NODE", "PHB"})
 
 
@@ -202,8 +201,9 @@ def _pcie_card_expectation(
     return _from_entry(chosen, label), None
 
 
-def _nic_count(case: Case) -> tuple[int | None, str]:
-    """RDMA NICs per host that NCCL listed (the fewest of the hosts that list any), and the fabric."""
+def _nic_count(case: Case, instance: InstanceSpec | None) -> tuple[int | None, str]:
+    """RDMA NICs per host that NCCL listed (the fewest of the hosts that list any), and the fabric; else the
+    cloud instance type's GPU NICs."""
     per_host: dict[str, set[str]] = {}
     fabric = ""
     for d in case.net_devices:
@@ -211,13 +211,15 @@ def _nic_count(case: Case) -> tuple[int | None, str]:
             continue
         if d.transport == "OFI":
             fabric = "efa"
-            m = OFI_NICS_RE.search(d.evidence.text)
-            per_host.setdefault(d.host, set()).update(f"ofi{i}" for i in range(int(m.group(1)) if m else 1))
+            found = d.nics or (instance.nics if instance is not None else 1)  # `(found N nics)` is not always printed
+            per_host.setdefault(d.host, set()).update(f"ofi{i}" for i in range(found))
             continue
         fabric = fabric or (d.link_layer or "IB")
         per_host.setdefault(d.host, set()).update(d.members or [d.name])
     if per_host:
         return min(len(v) for v in per_host.values()), fabric
+    if instance is not None:
+        return instance.nics, instance.fabric
     names = [t.nic_names.get(x, x) for t in case.topologies for x in t.nics]
     rdma = [n for n in names if n.startswith(("mlx5", "bnxt_re", "rdma")) and "bond" not in n.lower()]
     if rdma:
@@ -231,8 +233,8 @@ def _nic_count(case: Case) -> tuple[int | None, str]:
     return None, fabric
 
 
-def _nic_speed(case: Case) -> float | None:
-    """Line rate of the NICs in Gb/s: topology dump `NET[50.0]` (GB/s), or the AWS instance type."""
+def _nic_speed(case: Case, instance: InstanceSpec | None) -> float | None:
+    """Line rate of the NICs in Gb/s: topology dump `NET[50.0]` (GB/s), or the cloud instance type's."""
     speeds: Counter[float] = Counter()
     for topo in case.system_topologies:
         for node in topo.nodes:
@@ -241,25 +243,20 @@ def _nic_speed(case: Case) -> float | None:
                 speeds[round(float(m.group(1)) * 8)] += 1
     if speeds:
         return speeds.most_common(1)[0][0]
-    for msg in case.messages:
-        inst = OFI_INSTANCE_RE.search(msg.message) if msg.family == "net_ofi" else None
-        if inst:
-            for e in reference().network.per_nic:
-                if e.instance and inst.group(1).startswith(e.instance):
-                    return float(e.line_rate_gbps)
-    return None
+    return float(instance.nic_gbps) if instance is not None else None
 
 
 def _per_nic(fabric: str, speed: float | None) -> tuple[NicEntry, bool]:
-    """The per-NIC reference for the fabric and line rate, or the lowest one (a floor) when the speed is unknown."""
+    """The per-NIC reference for the fabric and line rate, or the lowest one (a floor) when the speed is unknown
+    or the fabric has no reference (Google's GPUDirect-TCPX/TCPXO: TCP on the GPU NICs)."""
     per_nic = [e for e in reference().network.per_nic if e.kind == "reference"]
     family = {"efa": "efa", "roce": "RoCE"}.get(fabric.lower(), "IB")
     same = [e for e in per_nic if e.link_layer in (family, "any")]
-    if speed is not None:
+    if speed is not None and not fabric.lower().startswith("gpudirect-tcp"):
         fits = sorted((e for e in same if e.line_rate_gbps == speed), key=lambda e: e.link_layer != family)
         if fits:
             return fits[0], False
-    if not fabric:  # nothing says which fabric: the generic 100G figure
+    if not fabric or fabric.lower().startswith("gpudirect-tcp"):  # no reference for the fabric: the generic 100G
         same = [e for e in per_nic if e.link_layer == "any"] or per_nic
     return min(same, key=lambda e: figure(e.busbw_gbs)[0]), True
 
@@ -271,7 +268,7 @@ def _socket_only(case: Case) -> bool:
 
 
 def _network_expectation(
-    facts: RunFacts, case: Case, intra: Expectation | None
+    facts: RunFacts, case: Case, intra: Expectation | None, instance: InstanceSpec | None
 ) -> tuple[Expectation | None, Unjudged | None]:
     if _socket_only(case):
         return None, Unjudged(
@@ -279,20 +276,43 @@ def _network_expectation(
             "reach depends on the Ethernet line rate",
             "the Ethernet line rate (`ethtool <if>`), or an RDMA fabric",
         )
-    nics, fabric = _nic_count(case)
-    entry, floor = _per_nic(fabric, _nic_speed(case))
+    nics, fabric = _nic_count(case, instance)
+    speed = _nic_speed(case, instance)
+    entry, floor = _per_nic(fabric, speed)
     low, high = figure(entry.busbw_gbs)
     single = (facts.collective or "") in SINGLE_NIC_COLLECTIVES
     count = 1 if single else (nics or 1)
     per = f"{num(low)}{'-' + num(high) if high else ''} GB/s per NIC, {entry.platform}"
+    where = f" ({instance.key})" if instance is not None else ""
     if single:
         label = f"one NIC: {facts.collective} cannot aggregate the NICs of a host (sjeaugey nccl-tests#267); {per}"
     else:
-        label = f"network ring: {count} NIC{'s' if count != 1 else ''} per host x {per}"
+        label = f"network ring: {count} NIC{'s' if count != 1 else ''} per host{where} x {per}"
     floor = floor or (nics is None and not single)
-    if floor:
+    if floor and speed is not None and (nics is not None or single):
+        label += f"; no reference figure for {speed:g}G {fabric} NICs, so a floor"
+    elif floor:
         unknown = "NIC speed" if nics is not None or single else "NIC count and speed"
         label += f"; {unknown} not in the inputs, so a floor"
+    check = instance.health_check if instance is not None else None
+    if (
+        floor
+        and instance is not None
+        and check is not None
+        and check.collective == facts.collective
+        and check.hosts == facts.hosts
+        and check.busbw_gbs > low * count
+    ):
+        # the provider's own pass level for the instance type is a higher floor than a generic NIC's
+        return Expectation(
+            busbw=float(check.busbw_gbs),
+            high=None,
+            algorithm="ring",
+            source=check.source,
+            label=f"{instance.provider} health-check pass level for a pair of {instance.key} (a floor)",
+            scope="network",
+            floor=True,
+        ), None
     exp = Expectation(
         busbw=low * count,
         high=high * count if high is not None else None,
@@ -357,7 +377,7 @@ def expectation_of(facts: RunFacts, case: Case, platform: Platform) -> tuple[Exp
             intra = _from_entry(ring, "intra-host ring") if ring else None
         elif intra is not None:
             intra.label = f"intra-host {intra.label}"
-    return _network_expectation(facts, case, intra)
+    return _network_expectation(facts, case, intra, instance_spec(platform.instance))
 
 
 def _unknown_gpu(platform: Platform) -> Unjudged:

@@ -81,6 +81,9 @@ class Platform(Record):
     nic_link_layers: list[str] = Field(default_factory=new_list)
     network: str | None = None
     key: str | None = Field(None, description="Entry of data/expected_busbw.json used for expectations.")
+    instance: str | None = Field(
+        None, description="Cloud instance type (expected_busbw.json instances) named by the net plugin or topo file."
+    )
     evidence: list[Evidence] = Field(default_factory=new_list)
     missing: list[str] = Field(default_factory=new_list, description="What would identify the platform.")
 

@@ -25,6 +25,7 @@ class NetDevice(Record):
     members: list[str] = Field(default_factory=new_list, description="Physical NICs of a merged (virtual) device.")
     rail: int | None = None
     plane: int | None = None
+    nics: int | None = Field(None, description="NICs the provider found (NET/OFI `found N nics`).")
     evidence: Evidence
 
 
@@ -261,6 +262,9 @@ class Process(Record):
     network: str | None = Field(None, description="`Using network X`.")
     bootstrap_interface: str | None = None
     net_plugin: str | None = Field(None, description="What the NET plugin lines say (loaded name or internal).")
+    instance_type: str | None = Field(
+        None, description="The cloud instance type the net plugin names (`NET/OFI Running on p5.48xlarge platform`)."
+    )
     evidence: dict[str, Evidence] = Field(
         default_factory=new_dict, description="The line behind each field above (nccl_version, network ...)."
     )

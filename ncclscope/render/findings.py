@@ -67,6 +67,8 @@ def describe_platform(analysis: Analysis) -> str:
         bits.append(f"NV{p.nvlink_links}")
     if p.network:
         bits.append(f"network {p.network}")
+    if p.instance:
+        bits.append(p.instance)
     return ", ".join(bits) or "unknown"
 
 
