@@ -72,6 +72,8 @@ class FileResult:
     tests_right: int = 0
     topo_checked: int = 0
     topo_right: int = 0
+    kernel_checked: int = 0
+    kernel_right: int = 0
     must: list[str] = field(default_factory=list)
     must_hit: list[str] = field(default_factory=list)
     false_alarms: list[str] = field(default_factory=list)
@@ -100,6 +102,8 @@ class Summary:
     tests_right: int = 0
     topo_checked: int = 0
     topo_right: int = 0
+    kernel_checked: int = 0
+    kernel_right: int = 0
     must: int = 0
     must_hit: int = 0
     false_alarms: int = 0
@@ -132,6 +136,7 @@ class Summary:
             f"NCCL lines typed {self.typed}/{self.nccl_lines} ({100 * self.typed_ratio:.1f}%); "
             f"nccl-tests facts right {self.tests_right}/{self.tests_checked}; "
             f"topology facts right {self.topo_right}/{self.topo_checked}; "
+            f"kernel log facts right {self.kernel_right}/{self.kernel_checked}; "
             f"must recall {self.must_hit}/{self.must} ({100 * self.recall:.1f}%); "
             f"false alarms {self.false_alarms}; over-severity {self.over_severity}; "
             f"under-severity {self.under_severity}; "
@@ -341,7 +346,14 @@ def _check_facts(result: FileResult, facts: dict[str, Any], case: Any, listed: s
             result.tests_right += 1
         else:
             result.deviations.append(f"nccl-tests table {i + 1}: " + "; ".join(problems))
-    if "gpus" in facts or "nics" in facts:
+    if "xids" in facts:  # a kernel log: the Xids and GPUs it names, not a matrix
+        result.kernel_checked += 1
+        problems = _kernel_problems(facts, case)
+        if not problems:
+            result.kernel_right += 1
+        else:
+            result.deviations.append("kernel log: " + "; ".join(problems))
+    elif "gpus" in facts or "nics" in facts:
         result.topo_checked += 1
         problems = _topology_problems(facts, case.topologies) if case.topologies else _host_gpu_problems(facts, case)
         if not problems:
@@ -403,6 +415,27 @@ def _host_gpu_problems(facts: dict[str, Any], case: Any) -> list[str]:
     return []
 
 
+def _kernel_problems(facts: dict[str, Any], case: Any) -> list[str]:
+    """A kernel log: the Xid codes it holds (an Xid 45's `caused by previous Xid N` names N too) and the GPUs
+    named by them (the key writes PCI:0000:9b:00 (GPU4), the model 0000:9b:00.0)."""
+    problems = []
+    xids = {e.xid for e in case.kernel_events if e.kind == "xid"} | {
+        e.caused_by for e in case.kernel_events if e.caused_by is not None
+    }
+    if xids != set(facts["xids"]):
+        problems.append(f"Xids {sorted(x for x in xids if x is not None)} != {sorted(set(facts['xids']))}")
+    want = {_bus_digits(g) for g in facts.get("gpus") or []}
+    got = {_bus_digits(e.bus_id) for e in case.kernel_events if e.kind in ("xid", "fallen_off_bus") and e.bus_id}
+    if want and got != want:
+        problems.append(f"GPUs {sorted(got)} != {sorted(want)}")
+    return problems
+
+
+def _bus_digits(text: str) -> str:
+    bus = text.split(" (")[0].strip().lower().removeprefix("pci:")
+    return bus if "." in bus else f"{bus}.0"
+
+
 def _topology_problems(facts: dict[str, Any], matrices: list[Any]) -> list[str]:
     if not matrices:
         return ["no matrix read"]
@@ -455,6 +488,8 @@ def summarize(results: list[FileResult]) -> Summary:
         s.tests_right += r.tests_right
         s.topo_checked += r.topo_checked
         s.topo_right += r.topo_right
+        s.kernel_checked += r.kernel_checked
+        s.kernel_right += r.kernel_right
         s.must += len(r.must)
         s.must_hit += len(r.must_hit)
         s.false_alarms += len(r.false_alarms)
@@ -477,10 +512,11 @@ def kind_of(name: str) -> str:
 
 
 def kind_table(results: list[FileResult]) -> str:
-    """The figures per kind of paste (issue 43): files, refused, NCCL lines typed, tables and topology facts right,
+    """The figures per kind of paste (issue 43): files, refused, NCCL lines typed, tables, topology and kernel log
+    facts right,
     must recall, false alarms, severity misses and headlines right."""
-    rows = [("kind", "files", "refused", "typed", "tables", "topology", "recall", "false alarms", "severity off",
-             "headline")]  # fmt: skip
+    rows = [("kind", "files", "refused", "typed", "tables", "topology", "kernel", "recall", "false alarms",
+             "severity off", "headline")]  # fmt: skip
     by_kind: dict[str, list[FileResult]] = {}
     for r in results:
         by_kind.setdefault(kind_of(r.name), []).append(r)
@@ -488,7 +524,8 @@ def kind_table(results: list[FileResult]) -> str:
         s = summarize(items)
         rows.append((
             kind, str(s.files), str(s.unusable), f"{s.typed}/{s.nccl_lines}", f"{s.tests_right}/{s.tests_checked}",
-            f"{s.topo_right}/{s.topo_checked}", f"{s.must_hit}/{s.must}", str(s.false_alarms),
+            f"{s.topo_right}/{s.topo_checked}", f"{s.kernel_right}/{s.kernel_checked}", f"{s.must_hit}/{s.must}",
+            str(s.false_alarms),
             str(s.over_severity + s.under_severity), f"{s.headline_right}/{s.roots}",
         ))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -195,7 +195,6 @@ PLANNED_CODES = {
         "RUN010",
         "RUN011",
         "RUN012",
-        "HW001",
         "VER003",
         "RUN013",
     )

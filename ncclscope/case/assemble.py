@@ -68,6 +68,7 @@ class Assembly:
         case.flight_records.extend(parsed.flight_records)
         case.ras_reports.extend(parsed.ras_reports)
         case.fr_trace_reports.extend(parsed.fr_trace_reports)
+        case.kernel_events.extend(parsed.kernel_events)
         case.topology_dumps.extend(parsed.topology_dumps)
         case.graph_dumps.extend(parsed.graph_dumps)
         case.ib_devices.extend(parsed.ib_devices)

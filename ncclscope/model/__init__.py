@@ -55,6 +55,7 @@ from ncclscope.model.hangs import (  # noqa: F401
 from ncclscope.model.host_reports import (  # noqa: F401
     IbDevice,
     IbPort,
+    KernelEvent,
     NcclGraphDump,
     NcclTopologyDump,
     NvlinkGpu,

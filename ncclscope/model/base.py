@@ -23,6 +23,7 @@ SourceKind = Literal[
     "nvidia_smi_query",
     "nvidia_smi_nvlink",
     "p2p_matrix",
+    "kernel_log",
 ]
 
 
@@ -94,6 +95,7 @@ class Source(Record):
     topology_lines: int = 0
     nccl_tests_lines: int = 0
     framework_lines: int = Field(0, description="PyTorch/framework lines about NCCL (watchdog, NCCL errors) read.")
+    kernel_lines: int = Field(0, description="Kernel log lines of the NVIDIA driver, NVSwitches and PCIe AER read.")
     framework_unrecognized: int = Field(
         0, description="Framework lines about NCCL that were not understood (listed in `unrecognized`)."
     )

@@ -17,7 +17,15 @@ from ncclscope.model.benchmarks import (
 )
 from ncclscope.model.factories import new_dict, new_list
 from ncclscope.model.hangs import CollCalls, FlightRecorderDump, FrTraceReport, GroupProgress, RasReport
-from ncclscope.model.host_reports import IbDevice, NcclGraphDump, NcclTopologyDump, NvlinkGpu, P2pMatrix, SmiGpu
+from ncclscope.model.host_reports import (
+    IbDevice,
+    KernelEvent,
+    NcclGraphDump,
+    NcclTopologyDump,
+    NvlinkGpu,
+    P2pMatrix,
+    SmiGpu,
+)
 from ncclscope.model.log import (
     Communicator,
     Connection,
@@ -107,6 +115,10 @@ class Case(Record):
         default_factory=new_list, description="`ibstat`, `ibv_devinfo`: adapters, ports, states, rates."
     )
     smi_gpus: list[SmiGpu] = Field(default_factory=new_list, description="`nvidia-smi -q`: one entry per GPU.")
+    kernel_events: list[KernelEvent] = Field(
+        default_factory=new_list,
+        description="Kernel log lines about GPUs, NVSwitches and PCIe (Xid, SXid, fallen off the bus, AER).",
+    )
     nvlink_gpus: list[NvlinkGpu] = Field(
         default_factory=new_list, description="`nvidia-smi nvlink -s`: each GPU's links and their speeds."
     )

@@ -152,7 +152,7 @@ class SmiGpu(Record):
     health. Values are as printed (None where the tool printed N/A or nothing)."""
 
     source: str = Field(description="The input it was read from (nvidia-smi -q does not name its host).")
-    bus_id: str = Field(description="PCI bus id in NCCL's form, e.g. 0000:18:00.0.")
+    bus_id: str = Field(description="PCI bus id in NCCL's form, e.g. 0000:18:00.0 ('' for a fragment that names none).")
     index: int = Field(description="Its place in the report (0 for the first GPU), nvidia-smi's own order.")
     product: str | None = None
     serial: str | None = None
@@ -171,6 +171,10 @@ class SmiGpu(Record):
     uncorrectable_errors: int | None = Field(None, description="Volatile uncorrectable ECC errors, summed.")
     remap_pending: bool | None = Field(None, description="Remapped Rows: Pending (a reset is needed).")
     remap_failed: bool | None = None
+    remap_uncorrectable: int | None = Field(
+        None, description="Remapped Rows: Uncorrectable Error (rows remapped after uncorrectable errors)."
+    )
+    remap_evidence: list[Evidence] = Field(default_factory=new_list, description="The Remapped Rows lines read.")
     fabric_state: str | None = Field(None, description="NVSwitch systems: Fabric State (Completed when ready).")
     evidence: Evidence | None = Field(None, description="The `GPU 00000000:18:00.0` line.")
     link_evidence: list[Evidence] = Field(
@@ -214,3 +218,26 @@ class P2pMatrix(Record):
         default_factory=new_dict, description="cells[GPUa][GPUb]: X, OK, CNS, GNS, TNS, NS, DR, U."
     )
     evidence: dict[str, Evidence] = Field(default_factory=new_dict, description="Each GPU's row.")
+
+
+class KernelEvent(Record):
+    """A line of a host's kernel log that matters to collectives: an NVIDIA Xid, an NVSwitch SXid, a GPU fallen off
+    the bus, the driver's load banner, a PCIe AER report. Values are as printed."""
+
+    source: str
+    kind: Literal["xid", "sxid", "fallen_off_bus", "aer", "driver_load"]
+    host: str | None = Field(None, description="The host the log line names (syslog, journalctl, a collector).")
+    time: str | None = Field(None, description="The line's time as printed (ctime, ISO, syslog or uptime seconds).")
+    at: str | None = Field(
+        None, description="Wall-clock time in ISO 8601 where the line gives one with its year (dmesg -T, ISO forms)."
+    )
+    uptime: float | None = Field(None, description="Seconds since boot (plain dmesg).")
+    bus_id: str | None = Field(None, description="PCI bus id of the device, in NCCL's form 0000:9b:00.0.")
+    xid: int | None = Field(None, description="Xid or SXid code.")
+    caused_by: int | None = Field(None, description="`caused by previous Xid N`: this Xid is the fallout of Xid N.")
+    pid: str | None = None
+    process: str | None = None
+    severity: str | None = Field(None, description="SXid: Fatal or Non-fatal; AER: Corrected, Uncorrected (...).")
+    detail: str | None = Field(None, description="The text after the code, or the AER error type.")
+    driver_version: str | None = None
+    evidence: Evidence

@@ -19,16 +19,19 @@ from typing import Any
 
 from ncclscope.parse.fields import message_keywords
 from ncclscope.parse.grammars import terminal_regex
+from ncclscope.parse.kernel_words import WORDS as KERNEL_WORDS
 from ncclscope.parse.re2_pattern import escape, re2_compile, to_re2
 
 # Words of the other kinds, found with bytes.find (C speed; rare in junk, so the checks after are few):
 # the nccl-tests header (its device lines, its column titles, its footer) and failure lines (a run that
-# failed at once prints nothing else), ibv_devinfo, ibstat and ibstatus, rocm-smi (nvidia-smi's reports name a
-# GPU label, below)
+# failed at once prints nothing else), ibv_devinfo, ibstat and ibstatus, rocm-smi, fr_trace, a fragment of
+# nvidia-smi -q's health sections, the kernel log's NVIDIA driver, NVSwitch and PCIe AER lines (nvidia-smi's
+# whole reports name a GPU label, below)
 WORDS: tuple[bytes, ...] = (
     *(b"  Rank ", b"nThread", b"Using devices", b"out-of-place", b"Avg bus", b"Test CUDA failure", b": Test "),
     *(b"Cuda failure", b"hca_id", b"CA '", b"Infiniband device '", b"ROCm System Management", b"between two GPUs"),
-    *(b"Not all ranks joining collective", b"input_sizes="),
+    *(b"Not all ranks joining collective", b"input_sizes=", b"Remapped Rows", b"Retired Pages"),
+    *(word.encode() for word in KERNEL_WORDS),
 )
 # ... NCCL's own name, as NCCL, frameworks and command lines print it: a word of its own (NCCL INFO,
 # NCCL_IB_HCA, RCCL:), or the end of a longer one before a file or call (ProcessGroupNCCL.cpp, WorkNCCL(,

@@ -18,6 +18,8 @@ from ncclscope.model import Evidence, SmiGpu
 from ncclscope.parse.grammars import load
 
 START_RE = re.compile(r"^\s*(?:=+ *NVSMI LOG *=+|GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+# A pasted fragment of one GPU's health sections, without the GPU line above it: read as a GPU with no bus id
+FRAGMENT_RE = re.compile(r"^\s*(?:Remapped Rows|Retired Pages)\s*$")
 TOP_LEVEL = frozenset({"Timestamp", "Driver Version", "CUDA Version", "Attached GPUs"})
 # Section titles whose `Max`/`Current`/`Pending` the reader keeps, and the others a paste without
 # indentation may show: an unindented title outside this list ends the report.
@@ -66,7 +68,8 @@ class NvidiaSmiQueryReader:
         self._gpu: SmiGpu | None = None
         self._count = 0  # GPUs of the current report
 
-    HINT_WORDS = ("NVSMI LOG", "GPU")  # what a line must hold for feed() to do anything while not busy: START_RE
+    # what a line must hold for feed() to do anything while not busy: START_RE, FRAGMENT_RE
+    HINT_WORDS = ("NVSMI LOG", "GPU", "Remapped Rows", "Retired Pages")
     HINT_START = ""
 
     @property
@@ -78,9 +81,13 @@ class NvidiaSmiQueryReader:
         body = text.strip()
         if not body:
             return False
+        fragment = False
         if START_RE.match(body):
             if not self._active or body.startswith("="):
                 self._start()
+        elif not self._active and FRAGMENT_RE.match(body):
+            self._start()
+            fragment = True
         elif not self._active:
             return False
         try:
@@ -97,6 +104,8 @@ class NvidiaSmiQueryReader:
         if indent:
             self._indented = True
         evidence = Evidence(source=self.source, line=line_no, text=body)
+        if fragment:
+            self._open_gpu(None, evidence)
         if tree.data == "gpu":
             self._open_gpu(name, evidence)
         elif tree.data == "section":
@@ -124,11 +133,12 @@ class NvidiaSmiQueryReader:
             return self._sections[-1][1] if self._sections else None
         return self._last_section
 
-    def _open_gpu(self, line: str, evidence: Evidence) -> None:
+    def _open_gpu(self, line: str | None, evidence: Evidence) -> None:
+        """A GPU's report from its `GPU 00000000:18:00.0` line (None: a fragment that does not name it)."""
         self._sections, self._last_section = [], None
         self._gpu = SmiGpu(
             source=self.source,
-            bus_id=bus_id(line.split(None, 1)[1]),
+            bus_id=bus_id(line.split(None, 1)[1]) if line else "",
             index=self._count,
             driver=self._driver_text(),
             cuda=self._cuda,
@@ -186,5 +196,9 @@ class NvidiaSmiQueryReader:
                 gpu.remap_pending = flag
             else:
                 gpu.remap_failed = flag
+            gpu.remap_evidence.append(evidence)
+        elif section == "Remapped Rows" and name == "Uncorrectable Error":  # rows remapped for uncorrectable errors
+            gpu.remap_uncorrectable = _number(value)
+            gpu.remap_evidence.append(evidence)
         elif section == "Fabric" and name == "State":
             gpu.fabric_state = value

@@ -23,6 +23,7 @@ from ncclscope.model import (
     FrameworkEvent,
     FrTraceReport,
     IbDevice,
+    KernelEvent,
     NcclGraphDump,
     NcclTopologyDump,
     NvlinkGpu,
@@ -59,6 +60,7 @@ class ParsedInput:
     flight_records: list[FlightRecorderDump] = field(default_factory=list)
     ras_reports: list[RasReport] = field(default_factory=list)
     fr_trace_reports: list[FrTraceReport] = field(default_factory=list)
+    kernel_events: list[KernelEvent] = field(default_factory=list)
     topology_dumps: list[NcclTopologyDump] = field(default_factory=list)
     graph_dumps: list[NcclGraphDump] = field(default_factory=list)
     ib_devices: list[IbDevice] = field(default_factory=list)
@@ -196,6 +198,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines
     parsed.framework = others.framework.events
     parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version or r.groups or r.job]
     parsed.fr_trace_reports = others.fr_trace.finish()
+    parsed.kernel_events = others.kernel.finish()
     parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
     parsed.smi_gpus = others.smi_query.gpus
     parsed.nvlink_gpus = others.smi_nvlink.gpus
@@ -223,6 +226,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     source.topology_lines = others.topology_lines
     source.nccl_tests_lines = others.tests_lines
     source.framework_lines = others.framework.lines + others.fr_trace.lines
+    source.kernel_lines = others.kernel.lines
     source.framework_unrecognized = len(others.framework.not_understood)
     room = max(0, 50 - len(source.unrecognized))
     source.unrecognized.extend(
@@ -249,6 +253,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("framework_log")
     if parsed.ras_reports:
         source.kinds.append("ras_status")
+    if others.kernel.lines:
+        source.kinds.append("kernel_log")
     if others.ibstat.devices:
         source.kinds.append("ibstat")
     if others.ibv_devinfo.devices:

@@ -20,6 +20,7 @@ from ncclscope.parse.fr_trace_text import FrTraceTextReader
 from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
+from ncclscope.parse.kernel_log import KernelLogReader
 from ncclscope.parse.line_hints import ELISIONS, other_hints
 from ncclscope.parse.nccl_tests import NcclTestsReader
 from ncclscope.parse.normalize import clean, strip_launcher_prefix
@@ -41,6 +42,7 @@ READERS: tuple[Any, ...] = (
     NvidiaSmiNvlinkReader,
     P2pMatrixReader,
     RocmSmiTopologyReader,
+    KernelLogReader,
     ras.RasReader,
 )
 
@@ -60,10 +62,13 @@ class OtherLines:
         self.p2p = P2pMatrixReader(display)
         self.rocm_topology = RocmSmiTopologyReader(display)
         self.fr_trace = FrTraceTextReader(display)
+        self.kernel = KernelLogReader(display)
         self._host_readers = (
             self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.fr_trace, self.ras
         )  # fmt: skip
-        self._readers = (self.rocm_topology, self.topology, self.tests, self.framework, *self._host_readers)
+        self._readers = (
+            self.kernel, self.rocm_topology, self.topology, self.tests, self.framework, *self._host_readers
+        )  # fmt: skip
         self.hints = other_hints(READERS)
         self.busy = False  # some reader waits on the next line, whatever it holds
         self.topology_lines = 0
@@ -94,11 +99,13 @@ class OtherLines:
             self.topology.feed(line_no, "")
             self.tests.feed(line_no, "")
             return
-        body = clean(text).text
-        _, body = strip_launcher_prefix(body)
+        whole = clean(text).text
+        prefix, body = strip_launcher_prefix(whole)
         if body.strip() in ELISIONS:
             self.elisions.append((line_no, body.strip()))
             return
+        if self.kernel.feed(line_no, whole, prefix, body):
+            return  # a kernel log line: its own leads (a time, a host) are what a launcher's prefix looks like
         self.framework.command_line(line_no, body)
         if (self.rocm_topology.busy or body.lstrip().startswith("=")) and self.rocm_topology.feed(line_no, body):
             return  # ROCm SMI's GPU matrices look like nvidia-smi's rows to the matrix reader: read them first
@@ -124,6 +131,7 @@ class OtherLines:
             or self.rocm_topology.lines
             or self.fr_trace.lines
             or self.ras.reports
+            or self.kernel.lines
         )
 
     def _host_report(self, line_no: int, body: str) -> bool:

@@ -33,6 +33,8 @@ def print_summary(case: Case, console: Console) -> None:
                 line += f" ({s.unrecognized_count} not understood)"
         if s.framework_lines:
             line += f", {s.framework_lines} framework lines"
+        if s.kernel_lines:
+            line += f", {s.kernel_lines} kernel log lines"
             if s.framework_unrecognized:
                 line += f" ({s.framework_unrecognized} not understood)"
         if s.skipped_lines:

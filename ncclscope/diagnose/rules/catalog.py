@@ -11,6 +11,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     gdr,
     graph_speed,
     hang,
+    hardware,
     host_versions,
     net,
     net_errors,
