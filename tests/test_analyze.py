@@ -196,7 +196,6 @@ PLANNED_CODES = {
         "RUN011",
         "RUN012",
         "VER003",
-        "RUN013",
     )
 }
 

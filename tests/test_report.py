@@ -244,3 +244,22 @@ def test_report_creates_the_folder_and_takes_format_like_the_other_commands(tmp_
         done.stderr.decode().strip()
         == f"ncclscope: {tmp_path / 'r.html'}: --format markdown but the name ends in .html"
     )
+
+
+def test_timeline_section_names_the_first_failure_and_folds_what_followed(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    write_html_report(analysis_of("fixtures/timeline"), out)
+    page = out.read_text(encoding="utf-8")
+    section = page[page.index('<section id="timeline">') :]
+    section = section[: section.index("</section>")]
+    assert (
+        "<strong>First failure</strong> (by the times the lines carry): Xid 79 GPU has fallen off the bus on "
+        in section
+    )
+    assert "gpu-b, rank 3, GPU 0000:43:00.0 at 2025-06-02T10:15:40.512409+00:00" in section
+    assert "<details><summary>What followed it (7)</summary>" in section  # folded until opened
+    assert section.index("<h3>gpu-b</h3>") < section.index("<h3>gpu-a</h3>")
+    # without failures, no section
+    healthy = tmp_path / "healthy.html"
+    write_html_report(analysis_of("fixtures/nccl/v2_28_healthy_multinode_gdr.log"), healthy)
+    assert 'id="timeline"' not in healthy.read_text(encoding="utf-8")

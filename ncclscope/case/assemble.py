@@ -69,6 +69,7 @@ class Assembly:
         case.ras_reports.extend(parsed.ras_reports)
         case.fr_trace_reports.extend(parsed.fr_trace_reports)
         case.kernel_events.extend(parsed.kernel_events)
+        case.process_exits.extend(parsed.process_exits)
         case.topology_dumps.extend(parsed.topology_dumps)
         case.graph_dumps.extend(parsed.graph_dumps)
         case.ib_devices.extend(parsed.ib_devices)

@@ -74,7 +74,11 @@ STORIES: list[tuple[str, list[str]]] = [
     ("NET003", ["NET006", "RUN001"]),
     # a hang's cause is what went wrong on the host of the rank the others wait for (HOST_BOUND)
     # a rank's CUDA failure: its peers' connections close, the proxy's calls fail, the test stops
-    ("RUN004", ["HANG001", "HANG003", "NET006", "RUN005", "BW005"]),
+    ("RUN004", ["RUN013", "HANG001", "HANG003", "NET006", "RUN005", "BW005"]),
+    # a GPU, NVLink or PCIe fault ends the ranks on it; the others wait, time out or lose their peer
+    ("HW001", ["RUN013", "RUN004", "HANG001", "HANG003", "NET006", "RUN005", "RUN006", "BW005"]),
+    # the first failure of a job, and what followed it on the other ranks
+    ("RUN013", ["HANG001", "HANG003", "NET006", "RUN005", "RUN006", "BW005"]),
     ("RUN005", ["HANG001", "HANG003"]),
     ("NET005", ["NET006", "HANG001", "HANG003", "BW005"]),
     ("NET006", ["HANG001", "HANG003", "BW005"]),

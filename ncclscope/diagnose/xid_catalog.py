@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ncclscope.model import KernelEvent
+
 DATA_FILE = Path(__file__).parent.parent / "data" / "xid_catalog.json"
 
 
@@ -56,3 +58,34 @@ def catalog() -> XidCatalog:
 def xid(code: int | None) -> Xid | None:
     """The catalog's entry for an Xid code (None for one it does not list)."""
     return next((x for x in catalog().xids if x.code == code), None)
+
+
+FALLEN_OFF_BUS = 79  # the Xid the driver's `fallen off the bus` message stands for when no Xid line is kept
+
+
+def fault_xid(event: KernelEvent) -> int | None:
+    """The hardware-fault Xid a kernel log line shows: its own, the one its Xid 45 names (`caused by previous
+    Xid N`), or 79 for a GPU fallen off the bus; None for a line that shows no hardware fault."""
+    if event.kind == "fallen_off_bus":
+        return FALLEN_OFF_BUS
+    if event.kind != "xid":
+        return None
+    entry = xid(event.xid)
+    if entry is not None and entry.cause == "hardware":
+        return entry.code
+    cause = xid(event.caused_by) if entry is not None and entry.cause == "fallout" else None
+    return cause.code if cause is not None and cause.cause == "hardware" else None
+
+
+def fault_text(event: KernelEvent) -> str | None:
+    """A kernel log line's hardware fault in a few words (`Xid 79 GPU has fallen off the bus`, `fatal SXid 20034`,
+    `uncorrected PCIe error`), or None; corrected PCIe errors are a fault only as a storm (HW001 counts them)."""
+    code = fault_xid(event)
+    if code is not None:
+        entry = xid(code)
+        return f"Xid {code} {entry.meaning}" if entry else f"Xid {code}"
+    if event.kind == "sxid" and (event.severity or "").lower() == "fatal":
+        return f"fatal NVSwitch SXid {event.xid}"
+    if event.kind == "aer" and not (event.severity or "").lower().startswith("corrected"):
+        return "uncorrected PCIe error"
+    return None

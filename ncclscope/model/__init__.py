@@ -88,6 +88,7 @@ from ncclscope.model.log import (  # noqa: F401
     Origin,
     P2pReport,
     Process,
+    ProcessExit,
     RdmaProblem,
     SocketFailure,
     SysfsUnreadable,

@@ -42,6 +42,7 @@ from ncclscope.model.log import (
     NetDevice,
     P2pReport,
     Process,
+    ProcessExit,
     RdmaProblem,
     SocketFailure,
     SysfsUnreadable,
@@ -115,6 +116,9 @@ class Case(Record):
         default_factory=new_list, description="`ibstat`, `ibv_devinfo`: adapters, ports, states, rates."
     )
     smi_gpus: list[SmiGpu] = Field(default_factory=new_list, description="`nvidia-smi -q`: one entry per GPU.")
+    process_exits: list[ProcessExit] = Field(
+        default_factory=new_list, description="Worker processes that ended in failure, as torchrun reports them."
+    )
     kernel_events: list[KernelEvent] = Field(
         default_factory=new_list,
         description="Kernel log lines about GPUs, NVSwitches and PCIe (Xid, SXid, fallen off the bus, AER).",

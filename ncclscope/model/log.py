@@ -180,6 +180,7 @@ class SysfsUnreadable(Origin):
 
 
 FrameworkKind = Literal[
+    "peer_closed",
     "watchdog_timeout",
     "watchdog_status",
     "dump_signal",
@@ -207,7 +208,8 @@ class FrameworkEvent(Record):
         "when None), watchdog_stuck (the watchdog thread itself made no progress), pg_options (how a process group "
         "was set up: world_size, timeout_ms, nccl_version), operations_failed, watchdog_exception, nccl_error (NCCL "
         "returned an error to the framework), nccl_result (the ncclResult_t name line), last_error (NCCL's last "
-        "WARN, as the framework quotes it), comm_aborted, nccl_version_used (the NCCL the framework says it loaded); "
+        "WARN, as the framework quotes it), peer_closed (gloo: the process at the other end is gone), comm_aborted, "
+        "nccl_version_used (the NCCL the framework says it loaded); "
         "desync_unfinished, desync_not_joined and desync_never_joined: the ranks PyTorch's desync report "
         "(TORCH_NCCL_DESYNC_DEBUG) blames, with the collective."
     )
@@ -233,8 +235,30 @@ class FrameworkEvent(Record):
         None, description="last_error: the family of NCCL's message it relays (cuda_failure ...), by NCCL's grammar."
     )
     relayed_fields: dict[str, str] = Field(default_factory=dict, description="last_error: that message's fields.")
+    peer: str | None = Field(None, description="peer_closed: the address of the peer that went away, as printed.")
+    time: str | None = Field(
+        None, description="The time of the C++ log header before the record (glog: MMDD hh:mm:ss)."
+    )
     text: str = Field("", description="The error text: NCCL's result string, the last error, the rest of the line.")
     evidence: Evidence
+
+
+class ProcessExit(Record):
+    """A worker process of the job that ended in failure, as torchrun (torch.distributed.elastic) reports it:
+    its agent's `failed (exitcode: -9) local_rank: 1 (pid: ...)` line and its ChildFailedError report."""
+
+    source: str
+    rank: int | None = Field(None, description="Global rank (the report's `rank`).")
+    local_rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    exitcode: int | None = Field(None, description="Negative: killed by that signal (-9: SIGKILL).")
+    signal: str | None = Field(None, description="The signal's name when a signal ended it: SIGKILL, SIGTERM ...")
+    time: str | None = Field(None, description="When torchrun saw it end, as printed.")
+    first_observed: bool = Field(
+        False, description="torchrun's own `Root Cause (first observed failure)`, or its agent's first `failed` line."
+    )
+    evidence: list[Evidence] = Field(default_factory=new_list)
 
 
 class ErrorTrace(Record):

@@ -44,11 +44,14 @@ MARKER_RE = re.compile(
     r"|(?:- )?\[[\d, ]+\] (?:joined but didn't finish|finished) collective #|ranks \[[\d, ]+\] are the lagging ranks"
     rf"|nccl(?:{'|'.join(NCCL_ERRORS)}):"
     r"|NCCL communicator was aborted|ProcessGroupNCCL (?:initialization options|environments):"
+    r"|Connection closed by peer \["  # gloo
 )
 # the header a C++ log line begins with (`[E ProcessGroupNCCL.cpp:737] `, `[E424 01:11:21.160832730
 # ProcessGroupNCCL.cpp:629] `, glog's `E0424 01:11:21.160832 4242 ProcessGroupNCCL.cpp:629] `): a new message,
 # never the rest of a wrapped one
 LOG_HEADER_RE = re.compile(r"\[?[EWIF]\d{0,4}(?: [\d:.]+)?(?: \d+)? ?[\w./-]+\.(?:cpp|cc|cu|hpp|h|py):\d+\]")
+# the time of such a header (glog's month, day and time: no year), where the text before a record holds one
+LOG_TIME_RE = re.compile(r"[EWIF](\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)\b")  # c10 may not pad the month
 # a rank or process-group tag right before the marker belongs to the record
 TAG_BEFORE_RE = re.compile(r"\[(?:Rank \d{1,7}|PG [^\[\]\n]{1,80}?Rank \d{1,7})\][ \t]*\Z")
 # hints that a line is a command (so that NCCL_X=V in prose is not taken for a setting)
@@ -64,7 +67,7 @@ SETTINGS_KEEP = 500
 FIELDS = {
     "rank", "seq", "op_type", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued",
     "last_completed", "pg_id", "nccl_version", "raised_at", "result_text", "result_name", "from_rank", "stuck_s",
-    "nccl_call", "next_seq",
+    "nccl_call", "next_seq", "peer",
 }  # fmt: skip
 INT_FIELDS = {
     "rank", "seq", "numel_in", "numel_out", "timeout_ms", "ran_ms", "last_enqueued", "last_completed", "from_rank",
@@ -156,6 +159,7 @@ class FrameworkReader:
     _last_error: tuple[FrameworkEvent, int] | None = None  # "Last error:" (and its line) whose text follows
     _carry: tuple[int, str] | None = None  # a line that may hold the first part of a wrapped record
     _wants_ran: FrameworkEvent | None = None  # a timeout whose "ran for N milliseconds" was wrapped away
+    prefix_rank: int | None = None  # the global rank a launcher's prefix gave the line being read (other_lines.py)
 
     # what feed() needs in a line while nothing is pending, and command_line() in any line
     # (the words feed() tests before MARKER_RE, narrowed to the MARKER_RE forms that hold them: "nccl" alone
@@ -163,6 +167,7 @@ class FrameworkReader:
     HINT_WORDS = (
         "NCCL", "atchdog", "Last error", "Heartbeat monitor", "Caught collective", "Received a dump signal",
         "is using nccl==", "collective #", "lagging ranks", *(f"nccl{e}:" for e in NCCL_ERRORS),
+        "Connection closed by peer",
     )  # fmt: skip
     HINT_START = ""
 
@@ -211,6 +216,7 @@ class FrameworkReader:
         if not (
             "NCCL" in text or "nccl" in text or "atchdog" in text or "Last error" in text or "eartbeat" in text
             or "collective #" in text or "lagging ranks" in text  # PyTorch's desync report
+            or "closed by peer" in text  # gloo
         ):  # fmt: skip
             return False
         if self._read(line_no, text, 1):
@@ -236,6 +242,11 @@ class FrameworkReader:
             self.not_kept["framework"] = self.not_kept.get("framework", 0) + 1
             return True
         event = event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip()))
+        if event.rank is None:
+            event.rank = self.prefix_rank  # torchrun's `[rank3]:` before the line
+        clock = LOG_TIME_RE.search(text, 0, start)
+        if clock is not None:
+            event.time = f"{int(clock[1]):02d}-{clock[2]} {clock[3]}"
         self.events.append(event)
         if event.kind == "last_error" and not event.text:
             self._last_error = (event, line_no + parts - 1)

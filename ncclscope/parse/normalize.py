@@ -202,6 +202,15 @@ def _removed_spans(text: str, end: int) -> list[tuple[int, int]]:
     return spans
 
 
+RANK_TAG_RE = re.compile(r"\[rank(\d{1,7})\]:")  # torchrun's tag of a worker's output: its global rank
+
+
+def prefix_rank(prefix: str) -> int | None:
+    """The global rank a launcher's prefix names (torchrun's `[rank3]:`), or None."""
+    match = RANK_TAG_RE.search(prefix) if "[rank" in prefix else None
+    return int(match[1]) if match else None
+
+
 def strip_launcher_prefix(text: str) -> tuple[str, str]:
     """Split `text` into (launcher prefix, rest); repeated prefixes (k8s then mpirun ...) all go."""
     pos = 0

@@ -28,6 +28,7 @@ from ncclscope.model import (
     NcclTopologyDump,
     NvlinkGpu,
     P2pMatrix,
+    ProcessExit,
     RasReport,
     SmiGpu,
     Source,
@@ -61,6 +62,7 @@ class ParsedInput:
     ras_reports: list[RasReport] = field(default_factory=list)
     fr_trace_reports: list[FrTraceReport] = field(default_factory=list)
     kernel_events: list[KernelEvent] = field(default_factory=list)
+    process_exits: list[ProcessExit] = field(default_factory=list)
     topology_dumps: list[NcclTopologyDump] = field(default_factory=list)
     graph_dumps: list[NcclGraphDump] = field(default_factory=list)
     ib_devices: list[IbDevice] = field(default_factory=list)
@@ -199,6 +201,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines
     parsed.ras_reports = [r for r in others.ras.reports if r.communicators or r.nccl_version or r.groups or r.job]
     parsed.fr_trace_reports = others.fr_trace.finish()
     parsed.kernel_events = others.kernel.finish()
+    parsed.process_exits = others.torchrun.finish()
     parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
     parsed.smi_gpus = others.smi_query.gpus
     parsed.nvlink_gpus = others.smi_nvlink.gpus
@@ -225,7 +228,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
     source.families = dict(sorted(res.families.items()))
     source.topology_lines = others.topology_lines
     source.nccl_tests_lines = others.tests_lines
-    source.framework_lines = others.framework.lines + others.fr_trace.lines
+    source.framework_lines = others.framework.lines + others.fr_trace.lines + others.torchrun.lines
     source.kernel_lines = others.kernel.lines
     source.framework_unrecognized = len(others.framework.not_understood)
     room = max(0, 50 - len(source.unrecognized))
@@ -249,7 +252,7 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("topology")
     if parsed.benchmarks:
         source.kinds.append("nccl_tests")
-    if parsed.framework or parsed.fr_trace_reports:
+    if parsed.framework or parsed.fr_trace_reports or parsed.process_exits:
         source.kinds.append("framework_log")
     if parsed.ras_reports:
         source.kinds.append("ras_status")

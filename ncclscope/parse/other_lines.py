@@ -23,12 +23,13 @@ from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
 from ncclscope.parse.kernel_log import KernelLogReader
 from ncclscope.parse.line_hints import ELISIONS, other_hints
 from ncclscope.parse.nccl_tests import NcclTestsReader
-from ncclscope.parse.normalize import clean, strip_launcher_prefix
+from ncclscope.parse.normalize import clean, prefix_rank, strip_launcher_prefix
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
 from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
 from ncclscope.parse.p2p_matrix import P2pMatrixReader
 from ncclscope.parse.rocm_smi_topo import RocmSmiTopologyReader
 from ncclscope.parse.topo_matrix import TopologyReader
+from ncclscope.parse.torchrun_failures import TorchrunFailureReader
 
 # the readers, each with HINT_WORDS, HINT_START and `busy` (see above)
 READERS: tuple[Any, ...] = (
@@ -43,6 +44,7 @@ READERS: tuple[Any, ...] = (
     P2pMatrixReader,
     RocmSmiTopologyReader,
     KernelLogReader,
+    TorchrunFailureReader,
     ras.RasReader,
 )
 
@@ -63,8 +65,10 @@ class OtherLines:
         self.rocm_topology = RocmSmiTopologyReader(display)
         self.fr_trace = FrTraceTextReader(display)
         self.kernel = KernelLogReader(display)
+        self.torchrun = TorchrunFailureReader(display)
         self._host_readers = (
-            self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.fr_trace, self.ras
+            self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.fr_trace, self.ras,
+            self.torchrun,
         )  # fmt: skip
         self._readers = (
             self.kernel, self.rocm_topology, self.topology, self.tests, self.framework, *self._host_readers
@@ -114,6 +118,7 @@ class OtherLines:
         elif self.tests.feed(line_no, body):
             self.tests_lines += 1
         elif not self._host_report(line_no, body):
+            self.framework.prefix_rank = prefix_rank(prefix)
             self.framework.feed(line_no, body)
 
     def found_anything(self) -> bool:
@@ -132,6 +137,7 @@ class OtherLines:
             or self.fr_trace.lines
             or self.ras.reports
             or self.kernel.lines
+            or self.torchrun.lines
         )
 
     def _host_report(self, line_no: int, body: str) -> bool:

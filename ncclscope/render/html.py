@@ -21,6 +21,7 @@ from ncclscope import __version__
 from ncclscope.case.device_tree import device_trees
 from ncclscope.case.topology import nearest_nics, nic_label
 from ncclscope.common.words import human_size, number_ranges
+from ncclscope.diagnose.first_failure import ORDERED_BY, Failure, timeline
 from ncclscope.model import Analysis, Connection, Evidence, Finding, TopologyMatrix
 from ncclscope.render.findings import describe_platform, headline, severity_counts
 from ncclscope.render.findings import evidence_shown as capped_evidence
@@ -36,6 +37,7 @@ SEVERITIES = ("error", "warning", "info")
 SECTIONS = [
     ("summary", "Summary"),
     ("findings", "Findings"),
+    ("timeline", "Timeline of failures"),
     ("platform", "Platform and expectations"),
     ("hosts", "Versions and hosts"),
     ("settings", "NCCL settings"),
@@ -390,6 +392,44 @@ def _warnings(analysis: Analysis) -> dict[str, Any]:
     return {"total": total, "text": text}
 
 
+def _timeline(analysis: Analysis) -> dict[str, Any] | None:
+    """The first failure and, folded per host, what followed it (diagnose/first_failure.py); None without failures."""
+    line = timeline(analysis.case)
+    if not line.failures:
+        return None
+
+    def row(f: Failure) -> tuple[str, str, str, str]:
+        where = f"{f.evidence.source}:{f.evidence.line}" if f.evidence.line else f.evidence.source
+        return ((f.time_text or "").strip("[]"), f.process, f.what, where)
+
+    def per_host(failures: list[Failure]) -> list[tuple[str, list[tuple[str, str, str, str]]]]:
+        hosts: dict[str, list[tuple[str, str, str, str]]] = {}
+        for f in failures[:ROWS_CAP]:
+            hosts.setdefault(f.host or "(host not named)", []).append(row(f))
+        return list(hosts.items())
+
+    if line.root is not None:
+        first = f"{line.root.what} on {line.root.process}"
+        first += f" at {line.root.time_text.strip('[]')}" if line.root.time_text else ""
+        how = ORDERED_BY.get(line.ordered_by, line.ordered_by)
+    elif line.lost_peer:
+        first = f"on the lost peer {line.lost_peer}, whose log is not in the inputs"
+        how = "every failure here is fallout"
+    else:
+        first, how = None, "nothing orders these failures across hosts: any may be first"
+    groups = [
+        (f"Any of these may be first ({len(line.candidates)})", per_host(line.candidates), True),
+        (f"What followed it ({len(line.cascade)})", per_host(line.cascade), False),
+        (f"Later failures of their own ({len(line.later)})", per_host(line.later), False),
+    ]
+    return {
+        "first": first,
+        "how": how,
+        "root": row(line.root) if line.root is not None else None,
+        "groups": [g for g in groups if g[1]],
+    }
+
+
 def _inputs(analysis: Analysis) -> dict[str, Any]:
     rows = [
         (
@@ -423,6 +463,9 @@ def render_html(
         "warnings": _warnings(analysis),
         "inputs": _inputs(analysis),
     }
+    failures = _timeline(analysis)
+    if failures is not None:
+        views["timeline"] = failures
     if diff is not None:
         views["diff"] = _diff(diff)
     return render_page(

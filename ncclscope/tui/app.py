@@ -26,6 +26,7 @@ from ncclscope.tui.messages import JumpToLine, ShowProgress
 from ncclscope.tui.palette import NcclscopeCommands, PaletteCommand
 from ncclscope.tui.progress import ProgressPane
 from ncclscope.tui.raw_log import RawLogPane
+from ncclscope.tui.timeline import TimelinePane
 from ncclscope.tui.topology import TopologyPane
 from ncclscope.tui.view import CaseView
 
@@ -38,6 +39,7 @@ TABS: list[tuple[str, str, type[Widget]]] = [
     ("benchmarks", "Benchmarks", BenchmarksPane),
     ("raw-log", "Raw log", RawLogPane),
     ("progress", "Progress", ProgressPane),
+    ("timeline", "Timeline", TimelinePane),
 ]
 THEMES = ("textual-dark", "textual-light")
 # widgets whose screens keep their selection themselves, by identity (a followed input renews every screen)

@@ -17,6 +17,7 @@ SCREENS = [
     ("5 Benchmarks", "nccl-tests runs: the table, and busbw against message size next to the expected figure."),
     ("6 Raw log", "every line of every input, filtered by host, rank, level, family or regular expression."),
     ("7 Progress", "how far each rank of each group got (Flight Recorder, COLL lines, ncclras); stuck ranks marked."),
+    ("8 Timeline", "the job's first failure (kernel log, NCCL WARN, a worker that ended), what followed it per host."),
 ]
 
 

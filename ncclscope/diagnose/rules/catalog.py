@@ -20,6 +20,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     run,
     run_framework,
     run_init,
+    run_timeline,
     run_warnings,
     topo,
     topo_links,

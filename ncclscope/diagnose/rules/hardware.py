@@ -8,14 +8,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ncclscope.case.links import bus_key
+from ncclscope.diagnose.first_failure import ranks_on_gpu
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
-from ncclscope.diagnose.xid_catalog import catalog, xid
+from ncclscope.diagnose.xid_catalog import catalog, fault_xid, xid
 from ncclscope.model import Evidence, Finding, KernelEvent
 from ncclscope.model.analysis import Severity
 
-FALLEN_OFF_BUS_XID = 79  # the driver's other way to say it, without an Xid line
 # after the catalog's action for the fault found, what holds for every one of them
 COMMON_FIX = (
     "Collect `nvidia-bug-report.sh` from the host for NVIDIA support before the reset; keep the host out of jobs"
@@ -43,6 +42,7 @@ class _Device:
 
     host: str
     bus_id: str
+    named_host: str | None  # the host the lines name (None: the report's input stands for it)
     faults: dict[int, list[KernelEvent]] = field(default_factory=dict)  # hardware Xid -> its lines (and fallout)
     recovery: list[KernelEvent] = field(default_factory=list)  # Xid 154: what the GPU now needs
     fatal_sxid: list[KernelEvent] = field(default_factory=list)
@@ -101,18 +101,12 @@ def _devices(ctx: Context) -> dict[tuple[str, str], _Device]:
         host = event.host or ctx.report_host(event.source)
         device = devices.get((host, event.bus_id))
         if device is None:
-            device = devices[host, event.bus_id] = _Device(host, event.bus_id)
-        if event.kind == "fallen_off_bus":
-            device.faults.setdefault(FALLEN_OFF_BUS_XID, []).append(event)
-        elif event.kind == "xid":
-            entry = xid(event.xid)
-            cause = xid(event.caused_by) if entry is not None and entry.cause == "fallout" else None
-            if entry is not None and entry.cause == "hardware":
-                device.faults.setdefault(entry.code, []).append(event)
-            elif cause is not None and cause.cause == "hardware":
-                device.faults.setdefault(cause.code, []).append(event)  # its fallout shows the cause
-            elif entry is not None and entry.cause == "recovery":
-                device.recovery.append(event)
+            device = devices[host, event.bus_id] = _Device(host, event.bus_id, event.host)
+        code = fault_xid(event)  # its fallout (Xid 45) shows the cause too
+        if code is not None:
+            device.faults.setdefault(code, []).append(event)
+        elif event.kind == "xid" and (entry := xid(event.xid)) is not None and entry.cause == "recovery":
+            device.recovery.append(event)
         elif event.kind == "sxid":
             fatal = (event.severity or "").lower() == "fatal"
             (device.fatal_sxid if fatal else device.other_sxid).append(event)
@@ -123,7 +117,7 @@ def _devices(ctx: Context) -> dict[tuple[str, str], _Device]:
 
 
 def _faults(ctx: Context, device: _Device) -> Iterable[_Fault]:
-    ranks = _ranks_on(ctx, device)
+    ranks = ranks_on_gpu(ctx.case, device.named_host, device.bus_id)
     who = f" (rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))})" if ranks else ""
     if device.faults:
         parts: list[str] = []
@@ -202,19 +196,6 @@ def _smi_findings(ctx: Context) -> Iterable[Finding]:
             evidence=shown(lines + gpu.remap_evidence), evidence_count=len(lines) + len(gpu.remap_evidence),
             hosts=[host],
         )  # fmt: skip
-
-
-def _ranks_on(ctx: Context, device: _Device) -> list[int]:
-    """The ranks NCCL placed on this GPU: its bus id, on the same host (or on the only host the logs show)."""
-    key = bus_key(device.bus_id)
-    hosts = {r.host for c in ctx.case.communicators for r in c.ranks if r.host}
-    ranks = set()
-    for comm in ctx.case.communicators:
-        for r in comm.ranks:
-            same_host = r.host == device.host or (len(hosts) == 1 and device.host not in hosts and device.host)
-            if r.bus_id and same_host and bus_key(r.bus_id) == key:
-                ranks.add(r.rank)
-    return sorted(ranks)
 
 
 def _when(event: KernelEvent) -> str:

@@ -1,0 +1,160 @@
+"""Issue 44: which failure of a job came first (diagnose/first_failure.py, RUN013): a GPU fallen off the bus before
+the other ranks' timeouts, the first NCCL WARN when the kernel log is missing, torchrun's own report of a killed
+worker (and a real gloo job whose rank is killed with SIGKILL), the loss of a peer whose log is not given, and
+failures that nothing orders across hosts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ncclscope.case.read import read_case
+from ncclscope.diagnose.first_failure import timeline
+from ncclscope.parse.torchrun_failures import TorchrunFailureReader
+
+from conftest import REPO, analysis_of, findings_of, only_finding, require_torch, run_cli
+
+STORY = "fixtures/timeline"
+LOGS = [f"{STORY}/gpu-a.log", f"{STORY}/gpu-b.log"]
+KERNEL = f"{STORY}/gpu-b-kernel.txt"
+GLOO = "fixtures/framework/torchrun_gloo_rank1_sigkill.txt"
+
+
+def test_an_xid_before_the_timeouts_is_the_root_and_the_timeouts_its_cascade() -> None:
+    found = only_finding("RUN013", *LOGS, KERNEL)
+    assert found.message.startswith(
+        "first failure: Xid 79 GPU has fallen off the bus on gpu-b, rank 3, GPU 0000:43:00.0 at "
+        "2025-06-02T10:15:40.512409+00:00 (by the times the lines carry); what followed it: "
+    )
+    assert "3 x watchdog timeout (ranks 0-2)" in found.message
+    assert "3 x connection closed by the peer gpu-b (ranks 0-2)" in found.message
+    assert "1 x NCCL WARN Cuda failure 'unspecified launch failure' (rank 3)" in found.message  # its own rank
+    assert found.evidence[0].source.endswith("gpu-b-kernel.txt") and found.evidence[0].line == 3
+    assert (found.hosts, found.ranks) == (["gpu-b"], [3])
+
+
+def test_the_hardware_fault_heads_the_story_it_explains() -> None:
+    analysis = analysis_of(*LOGS, KERNEL)
+    head = analysis.findings[0]
+    assert head.code == "HW001" and head.root_cause
+    assert {"RUN013", "RUN004", "NET006", "RUN006"} <= set(head.explains)
+
+
+def test_without_the_kernel_log_the_first_nccl_warn_is_the_root() -> None:
+    found = only_finding("RUN013", *LOGS)
+    assert found.message.startswith(
+        "first failure: NCCL WARN Cuda failure 'unspecified launch failure' on gpu-b, rank 3 at 2025-06-02 10:15:41"
+    )
+    assert "3 x watchdog timeout (ranks 0-2)" in found.message
+
+
+def test_the_timeline_orders_every_failure_by_its_time() -> None:
+    line = timeline(read_case([str(REPO / p) for p in [*LOGS, KERNEL]], jobs=1).case)
+    assert line.root is not None and line.root.source == "kernel"
+    times = [f.when for f in line.failures if f.when is not None]
+    assert times == sorted(times) and len(times) == len(line.failures)
+    assert [f.source for f in line.cascade].count("framework") == 3
+
+
+def test_torchrun_report_is_read_per_worker() -> None:
+    reader = TorchrunFailureReader("x")
+    for number, text in enumerate((REPO / GLOO).read_text(encoding="utf-8").splitlines(), start=1):
+        reader.feed(number, text)
+    exits = {e.rank: e for e in reader.finish()}
+    assert set(exits) == {0, 1, 2}
+    killed = exits[1]
+    assert (killed.signal, killed.exitcode, killed.host, killed.first_observed) == ("SIGKILL", -9, "localhost", True)
+    assert killed.time == "2026-11-28_12:22:49" and killed.local_rank == 1
+    assert len(killed.evidence) == 8  # the agent's `failed (exitcode: -9)` line and the report's entry
+    assert (exits[0].signal, exits[0].first_observed) == ("SIGTERM", False)
+
+
+def test_a_killed_gloo_rank_is_the_root_of_the_others_closed_connections() -> None:
+    found = only_finding("RUN013", GLOO)
+    assert found.message.startswith(
+        "first failure: process ended by SIGKILL (exit code -9) on localhost, rank 1 at 2026-11-28_12:22:49 "
+        "(torchrun's own `first observed failure`)"
+    )
+    assert "2 x connection closed by peer (ranks 0, 2)" in found.message
+    assert "2 x process ended by SIGTERM (exit code -15) (ranks 0, 2)" in found.message
+
+
+def test_a_lost_peer_whose_log_is_missing_is_named(tmp_path: Path) -> None:
+    log = tmp_path / "survivor.log"
+    log.write_text(
+        "".join(
+            f"\n[2025-06-02 10:15:4{i}] node-a:311:390 [0] misc/socket.cc:50 NCCL WARN socketProgress: "
+            f"Connection closed by remote peer node-c<5512{i}>\n"
+            for i in range(3)
+        ),
+        encoding="utf-8",
+    )
+    found = only_finding("RUN013", log)
+    assert found.message.startswith("every failure here follows the loss of the peer node-c:")
+
+
+def test_failures_nothing_orders_are_named_as_candidates(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text("h1:10:11 [0] enqueue.cc:1570 NCCL WARN Cuda failure 'out of memory'\n", encoding="utf-8")
+    b.write_text("h2:20:21 [0] transport/net_ib.cc:198 NCCL WARN NET/IB : mlx5_0:1 Got async event : port error\n")
+    found = only_finding("RUN013", a, b)
+    assert found.severity == "warning"
+    assert "nothing orders them across hosts" in found.message and "h1" in found.message and "h2" in found.message
+
+
+def test_the_same_failure_on_every_rank_is_no_first_failure(tmp_path: Path) -> None:
+    logs = []
+    for host in ("h1", "h2"):
+        log = tmp_path / f"{host}.log"
+        log.write_text(f"{host}:10:11 [0] enqueue.cc:1570 NCCL WARN Cuda failure 'out of memory'\n", encoding="utf-8")
+        logs.append(log)
+    assert findings_of("RUN013", *logs) == []
+
+
+def test_a_single_failure_or_a_healthy_job_says_nothing() -> None:
+    assert findings_of("RUN013", "fixtures/nccl/v2_28_healthy_multinode_gdr.log") == []
+    # one host's fallout alone: the peer it lost is where the first failure was
+    assert only_finding("RUN013", f"{STORY}/gpu-a.log").message.startswith(
+        "every failure here follows the loss of the peer gpu-b: its process exited or its host went away first"
+    )
+
+
+def test_a_real_gloo_job_whose_rank_is_killed_names_that_rank(tmp_path: Path) -> None:
+    """Real torch.distributed processes (gloo on CPU) under torchrun; rank 1 kills itself with SIGKILL while the
+    others are inside all_reduce. ncclscope reads what torchrun printed."""
+    require_torch()
+    job = tmp_path / "job.py"
+    job.write_text(
+        textwrap.dedent(
+            """
+            import os, signal, threading, time
+            import torch, torch.distributed as dist
+            dist.init_process_group("gloo")
+            rank = dist.get_rank()
+            data = torch.ones(1 << 18)
+            if rank == 1:
+                threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+            for _ in range(1_000_000):
+                dist.all_reduce(data)
+                if rank == 1:
+                    time.sleep(0.01)
+            """
+        ),
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=3", str(job)],
+        capture_output=True, text=True, env=dict(env, OMP_NUM_THREADS="1"), timeout=180, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    output = tmp_path / "torchrun.txt"
+    output.write_text(done.stdout + done.stderr, encoding="utf-8")
+    shown = run_cli("analyze", "--select", "RUN013", str(output))
+    text = shown.stdout.decode()
+    assert shown.returncode == 1, text
+    assert "first failure: process ended by SIGKILL (exit code -9) on " in text and ", rank 1 at " in text
+    assert "connection closed by peer (rank" in text
