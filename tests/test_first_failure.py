@@ -78,7 +78,7 @@ def test_a_killed_gloo_rank_is_the_root_of_the_others_closed_connections() -> No
         "first failure: process ended by SIGKILL (exit code -9) on localhost, rank 1 at 2026-11-28_12:22:49 "
         "(torchrun's own `first observed failure`)"
     )
-    assert "2 x connection closed by peer (ranks 0, 2)" in found.message
+    assert "2 x connection to the peer lost (ranks 0, 2)" in found.message
     assert "2 x process ended by SIGTERM (exit code -15) (ranks 0, 2)" in found.message
 
 
@@ -120,6 +120,10 @@ def test_a_single_failure_or_a_healthy_job_says_nothing() -> None:
     assert only_finding("RUN013", f"{STORY}/gpu-a.log").message.startswith(
         "every failure here follows the loss of the peer gpu-b: its process exited or its host went away first"
     )
+    # the lost peer's host is in the inputs and shows no failure of its own: it ended without a word
+    found = only_finding("RUN013", "fixtures/nccl/v2_26_socket_fallback.log")
+    said = "the loss of the peer node-b01.cluster.internal: its host node-b01 is in the inputs but shows no failure"
+    assert said in found.message
 
 
 def test_a_real_gloo_job_whose_rank_is_killed_names_that_rank(tmp_path: Path) -> None:
@@ -157,4 +161,4 @@ def test_a_real_gloo_job_whose_rank_is_killed_names_that_rank(tmp_path: Path) ->
     text = shown.stdout.decode()
     assert shown.returncode == 1, text
     assert "first failure: process ended by SIGKILL (exit code -9) on " in text and ", rank 1 at " in text
-    assert "connection closed by peer (rank" in text
+    assert "connection to the peer lost (rank" in text

@@ -294,7 +294,7 @@ def test_cli_accepts_a_framework_log_and_exits_by_its_findings(tmp_path: Path) -
     data = json.loads(proc.stdout)
     assert data["case"]["sources"][0]["kinds"] == ["framework_log"]
     proc = run_cli("parse", WATCHDOG)
-    assert b"framework_log, 49 lines, 25 framework lines" in proc.stdout
+    assert b"framework_log, 49 lines, 26 framework lines" in proc.stdout
 
 
 def test_report_on_a_framework_log(tmp_path: Path) -> None:

@@ -49,6 +49,18 @@ ORDERED_BY = {
 }
 # signals a launcher sends to the workers it closes after the first one failed
 CLOSING_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
+# a worker's negative exit code is the signal that ended it (Linux numbers, signal(7))
+SIGNALS = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    4: "SIGILL",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    8: "SIGFPE",
+    9: "SIGKILL",
+    11: "SIGSEGV",
+    15: "SIGTERM",
+}
 
 
 @dataclass
@@ -68,6 +80,7 @@ class Failure:
     peer: str | None = None  # the peer a cascade failure names
     lost: bool = False  # it says the peer was there and went away (closed by the peer), not that it was not reached
     first_observed: bool = False  # torchrun said this process ended first
+    signal: str | None = None  # the signal that ended a worker
 
     @property
     def process(self) -> str:
@@ -101,6 +114,7 @@ class Timeline:
     ordered_by: str = ""  # how the root was told apart: "times", "torchrun", "line order", "kind"
     candidates: list[Failure] = field(default_factory=list)  # where the order cannot be known
     lost_peer: str | None = None  # every failure is fallout and names this peer: the root is there
+    lost_peer_host: str | None = None  # that peer's host, when the inputs hold lines of it
 
     @property
     def several(self) -> bool:
@@ -114,6 +128,7 @@ def timeline(case: Case) -> Timeline:
     """The job's failures, ordered, with the root and its cascade."""
     year = _year(case)
     failures = _kernel(case) + _exits(case) + _nccl(case) + _tests(case) + _framework(case, year)
+    _exits_that_follow(failures)
     failures.sort(key=_order)
     line = Timeline(failures=failures)
     initiating = [f for f in failures if f.initiating]
@@ -121,6 +136,7 @@ def timeline(case: Case) -> Timeline:
         peers = {f.peer for f in failures if f.peer and f.lost}
         if len(peers) == 1 and failures:
             line.lost_peer = next(iter(peers))
+            line.lost_peer_host = _peer_host(case, line.lost_peer)
             line.ordered_by = "kind"
             line.cascade = failures
         return line
@@ -134,6 +150,19 @@ def timeline(case: Case) -> Timeline:
     line.cascade = [f for f in after if not f.initiating or (root is not None and _same_process(f, root))]
     line.later = [f for f in after if f not in line.cascade]
     return line
+
+
+def _exits_that_follow(failures: list[Failure]) -> None:
+    """A worker that ended after a failure of its own (its watchdog's abort, SIGABRT after an NCCL error) is that
+    failure's fallout; so is an abort when the job shows any other failure. A worker killed or crashed without a
+    line of its own before (SIGKILL, SIGSEGV) starts the failure."""
+    others = [f for f in failures if f.source != "exit"]
+    for f in failures:
+        if f.source != "exit" or not f.initiating:
+            continue
+        own = [o for o in others if _same_process(o, f)]
+        if own or (f.signal == "SIGABRT" and others):
+            f.initiating = False
 
 
 def _root(initiating: list[Failure]) -> tuple[Failure | None, str, list[Failure]]:
@@ -197,14 +226,15 @@ def _kernel(case: Case) -> list[Failure]:
 def _exits(case: Case) -> list[Failure]:
     out = []
     for p in case.process_exits:
-        closed = p.signal in CLOSING_SIGNALS and not p.first_observed
-        how = f"ended by {p.signal}" if p.signal else f"exited with code {p.exitcode}"
-        code = f" (exit code {p.exitcode})" if p.signal and p.exitcode is not None else ""
+        signal = p.signal or SIGNALS.get(-(p.exitcode or 0))
+        closed = signal in CLOSING_SIGNALS and not p.first_observed
+        how = f"ended by {signal}" if signal else f"exited with code {p.exitcode}"
+        code = f" (exit code {p.exitcode})" if signal and p.exitcode is not None else ""
         out.append(
             Failure(
                 "exit", not closed, f"process {how}{code}", p.evidence[0] if p.evidence else _none(p),
                 host=p.host, rank=p.rank, pid=p.pid, when=_parse(p.time, "%Y-%m-%d_%H:%M:%S"), time_text=p.time,
-                first_observed=p.first_observed,
+                first_observed=p.first_observed, signal=signal,
             )
         )  # fmt: skip
     return out
@@ -290,6 +320,20 @@ def ranks_on_gpu(case: Case, host: str | None, bus_id: str | None) -> list[int]:
     return sorted(found)
 
 
+def _peer_host(case: Case, peer: str) -> str | None:
+    """The host of the inputs a peer's name or address stands for (`node-b01.cluster.internal` is node-b01)."""
+    names = {h.name for h in case.hosts if h.name}
+    if peer in names:
+        return peer
+    for i in case.interfaces:
+        if i.address == peer and i.host:
+            return i.host
+    if not peer.replace(".", "").isdigit():
+        short = peer.split(".")[0]
+        return next((n for n in sorted(names) if n.split(".")[0] == short), None)
+    return None
+
+
 def _host_of_rank(case: Case) -> dict[int | None, str]:
     hosts: dict[int | None, str] = {}
     for c in case.communicators:
@@ -322,7 +366,7 @@ def _framework_text(e: FrameworkEvent) -> str:
         "watchdog_exception": "watchdog exception",
         "operations_failed": "NCCL operations failed",
         "comm_aborted": "communicator aborted",
-        "peer_closed": "connection closed by peer",
+        "peer_closed": "connection to the peer lost",
         "nccl_error": "NCCL error",
         "nccl_result": "NCCL error",
         "last_error": "NCCL last error",

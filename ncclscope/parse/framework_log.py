@@ -44,7 +44,7 @@ MARKER_RE = re.compile(
     r"|(?:- )?\[[\d, ]+\] (?:joined but didn't finish|finished) collective #|ranks \[[\d, ]+\] are the lagging ranks"
     rf"|nccl(?:{'|'.join(NCCL_ERRORS)}):"
     r"|NCCL communicator was aborted|ProcessGroupNCCL (?:initialization options|environments):"
-    r"|Connection closed by peer \["  # gloo
+    r"|Connection closed by peer \[|(?:Read|Write) error \[[^\]\s]+\]:\d+:"  # gloo
 )
 # the header a C++ log line begins with (`[E ProcessGroupNCCL.cpp:737] `, `[E424 01:11:21.160832730
 # ProcessGroupNCCL.cpp:629] `, glog's `E0424 01:11:21.160832 4242 ProcessGroupNCCL.cpp:629] `): a new message,
@@ -167,7 +167,7 @@ class FrameworkReader:
     HINT_WORDS = (
         "NCCL", "atchdog", "Last error", "Heartbeat monitor", "Caught collective", "Received a dump signal",
         "is using nccl==", "collective #", "lagging ranks", *(f"nccl{e}:" for e in NCCL_ERRORS),
-        "Connection closed by peer",
+        "Connection closed by peer", "Read error [", "Write error [",
     )  # fmt: skip
     HINT_START = ""
 
@@ -216,7 +216,7 @@ class FrameworkReader:
         if not (
             "NCCL" in text or "nccl" in text or "atchdog" in text or "Last error" in text or "eartbeat" in text
             or "collective #" in text or "lagging ranks" in text  # PyTorch's desync report
-            or "closed by peer" in text  # gloo
+            or "closed by peer" in text or "error [" in text  # gloo
         ):  # fmt: skip
             return False
         if self._read(line_no, text, 1):

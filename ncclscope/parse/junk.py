@@ -31,7 +31,7 @@ WORDS: tuple[bytes, ...] = (
     *(b"  Rank ", b"nThread", b"Using devices", b"out-of-place", b"Avg bus", b"Test CUDA failure", b": Test "),
     *(b"Cuda failure", b"hca_id", b"CA '", b"Infiniband device '", b"ROCm System Management", b"between two GPUs"),
     *(b"Not all ranks joining collective", b"input_sizes=", b"Remapped Rows", b"Retired Pages"),
-    *(b"failed (exitcode:", b"Root Cause (first observed failure)", b"Connection closed by peer"),
+    *(b"failed (exitcode:", b"Root Cause (first observed failure)", b"Connection closed by peer", b"Read error ["),
     *(word.encode() for word in KERNEL_WORDS),
 )
 # ... NCCL's own name, as NCCL, frameworks and command lines print it: a word of its own (NCCL INFO,

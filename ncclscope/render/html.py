@@ -413,7 +413,8 @@ def _timeline(analysis: Analysis) -> dict[str, Any] | None:
         first += f" at {line.root.time_text.strip('[]')}" if line.root.time_text else ""
         how = ORDERED_BY.get(line.ordered_by, line.ordered_by)
     elif line.lost_peer:
-        first = f"on the lost peer {line.lost_peer}, whose log is not in the inputs"
+        seen = f"its host {line.lost_peer_host} shows no failure" if line.lost_peer_host else "its log is not given"
+        first = f"on the lost peer {line.lost_peer} ({seen})"
         how = "every failure here is fallout"
     else:
         first, how = None, "nothing orders these failures across hosts: any may be first"

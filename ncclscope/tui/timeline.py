@@ -72,7 +72,8 @@ class TimelinePane(Vertical):
         if line.root is not None:
             tree.root.add_leaf(failure_label(line.root, first=True), data=line.root.evidence)
         elif line.lost_peer:
-            tree.root.add_leaf(Text(f"FIRST  on the lost peer {line.lost_peer} (its log is not in the inputs)"))
+            seen = f"its host {line.lost_peer_host} shows no failure" if line.lost_peer_host else "its log is not given"
+            tree.root.add_leaf(Text(f"FIRST  on the lost peer {line.lost_peer} ({seen})"))
         if line.candidates:
             _group(tree.root, f"Any of these may be first ({len(line.candidates)})", line.candidates, expand=True)
         if line.cascade:

@@ -81,10 +81,17 @@ def _unordered(line: Timeline) -> Finding:
 def _lost_peer(line: Timeline) -> Finding:
     cascade = _summary(line.cascade)
     lines = [f.evidence for f in line.cascade]
+    if line.lost_peer_host:
+        where = (
+            f"its host {line.lost_peer_host} is in the inputs but shows no failure of its own: its process ended "
+            "without a word (killed, out of host memory) or the host went away; its launcher's output and kernel "
+            "log say which"
+        )
+    else:
+        where = "its process exited or its host went away first, and its own log is not in the inputs"
     return make_finding(
         "RUN013", "error",
-        f"every failure here follows the loss of the peer {line.lost_peer}: its process exited or its host "
-        f"went away first, and its own log is not in the inputs; what followed here: {cascade}",
+        f"every failure here follows the loss of the peer {line.lost_peer}: {where}; what followed here: {cascade}",
         evidence=shown_with(lines[:1], lines[1:]), evidence_count=len(lines), hosts=_hosts(line.cascade),
         ranks=_ranks(line.cascade),
     )  # fmt: skip
