@@ -25,3 +25,13 @@ def version_from_code(code: object) -> str | None:
     if value >= 20900:
         return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
     return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
+
+
+def release_tuple(text: str | None) -> tuple[int, ...] | None:
+    """'2.21.5+cuda12.4' -> (2, 21, 5); '2.22' -> (2, 22); None when the text names no release."""
+    release = nccl_version(text)
+    if not release:
+        return None
+    parts = release.split(".")
+    numbers = tuple(int(p) for p in parts if p.isdigit())
+    return numbers if len(numbers) == len(parts) and len(numbers) >= 2 else None

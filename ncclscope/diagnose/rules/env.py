@@ -13,6 +13,7 @@ from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.env_knobs import KNOBS, knob_effects, truthy
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list, jobs
+from ncclscope.diagnose.vendor_profiles import Profile, profile_of
 from ncclscope.model import EnvSetting, Finding, Process, Severity
 
 # NCCL's own logging: the settings that produce the evidence ncclscope reads, not overrides
@@ -223,8 +224,13 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
     # what `ncclscope run` set itself (dump files, debug output) is the evidence being collected, not a setting
     # of the job; a user's own value of the same variable (env_user) is still judged
     ours = ctx.case.run.env_set if ctx.case.run is not None else {}
+    vendors: dict[str, tuple[Profile, list[EnvSetting]]] = {}
     for s in ctx.case.env:
         if not s.name.startswith("NCCL_") or s.name in LOGGING or ours.get(s.name) == s.value:
+            continue
+        vendor = profile_of(ctx.case, s)
+        if vendor is not None:  # the provider's own settings: one finding per profile, below
+            vendors.setdefault(vendor.key, (vendor, []))[1].append(s)
             continue
         severity, message = _judge(ctx, s)
         knob = KNOBS.get(s.name)
@@ -253,8 +259,21 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
             **extra,
         )
 
+    # ---------------------------------------------------------------------------------------- ENV002
+    for vendor, settings in vendors.values():
+        names = ", ".join(f"{s.name}={s.value}" for s in settings)
+        hosts = sorted({h for s in settings for h in s.hosts})
+        yield make_finding(
+            "ENV001", "info",
+            f"{len(settings)} setting{'s' if len(settings) != 1 else ''} of {vendor.name}, set on purpose: {names}",
+            evidence=shown(s.evidence for s in settings), evidence_count=len(settings), hosts=hosts,
+            fix="Nothing to do: keep the provider's settings unless its documentation says otherwise; compare with"
+            f" its current profile after an image or plugin upgrade. Source: {vendor.source}.",
+            explanation="The provider tunes NCCL for its network and instances with these values; NCCL's documentation"
+            " calls some of them debugging knobs, but here they are the platform's configuration, not left-overs.",
+        )  # fmt: skip
 
-# ---------------------------------------------------------------------------------------- ENV002
+
 def _host_groups(ctx: Context) -> list[tuple[list[str], dict[str, int]]]:
     """(hosts, processes per host that went through init) of each job.
 

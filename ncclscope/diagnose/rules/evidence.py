@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ncclscope.diagnose import releases
 from ncclscope.diagnose.platform import cpu_run
 from ncclscope.diagnose.rules.context import NEEDS, Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -73,6 +74,13 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
             )
         if need == "host_links" and ctx.case.run is not None:
             what += _run_reports(ctx)
+        if need in ("connections", "transports") and _lazy_before_first_collective(ctx):
+            # no logging setting is missing: NCCL 2.22+ connects at a communicator's first collective
+            what = "connection lines, which NCCL 2.22+ prints at a communicator's first collective, not at init"
+            how = (
+                "the log up to and through the job's first collective (or NCCL_RUNTIME_CONNECT=0, which connects"
+                " at init)"
+            )
         lacks.append((what, codes, how))
     # the addition that lets the most rules judge first: the one thing to add, when a person adds one
     lacks.sort(key=lambda item: -len(item[1]))
@@ -101,6 +109,13 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
 
 
 GPU_ONLY = ("nccl_log", "topology", "host_links")
+
+
+def _lazy_before_first_collective(ctx: Context) -> bool:
+    """A log of NCCL 2.22+ (lazy connection) whose communicators finished init: its absent connection lines
+    mean no collective ran in it yet, not a missing debug setting (data/nccl_releases.json lazy_connect)."""
+    complete = any(r.init_complete for c in ctx.case.communicators for r in c.ranks)
+    return complete and releases.has(ctx.case, "lazy_connect") is True
 
 
 def _gloo_run(ctx: Context) -> bool:
