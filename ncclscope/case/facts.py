@@ -24,6 +24,7 @@ from ncclscope.model import (
     RdmaProblem,
     SocketFailure,
     SysfsUnreadable,
+    VerbsFailure,
 )
 from ncclscope.parse.log_records import Event, message_text
 
@@ -339,6 +340,55 @@ def _cuda(e: Event, path: str) -> Iterator[Fact]:
     )
 
 
+def _verbs(e: Event, path: str) -> Iterator[Fact]:
+    """A verbs call that failed with its errno (grammars/nccl_log 70_warn.lark call_failed, 20_network ofi)."""
+    f = e.fields
+    if e.family == "call_failed":
+        call = f.get("call_name")
+        if not call:
+            return
+        qp = f.get("qp_state") if isinstance(f.get("qp_state"), dict) else {}
+        device = find(qp, "qp_device")
+        yield (
+            "verbs_failures",
+            lambda: VerbsFailure(
+                call=str(call),
+                errno=as_int(find(f, "call_errno")),
+                errno_text=_text(find(f, "call_errno_text")),
+                device=_text(device),
+                qp_from=_text(find(qp, "qp_from")),
+                qp_to=_text(find(qp, "qp_to")),
+                gid_index=as_int(find(qp, "gid_index")),
+                local_gid=_text(find(qp, "local_gid")),
+                remote_gid=_text(find(qp, "remote_gid")),
+                evidence=evidence_of(e, path),
+                **_origin(e),
+            ),
+        )
+    elif e.family == "net_ofi" and "ofi_register_failed" in f:
+        yield (
+            "verbs_failures",
+            lambda: VerbsFailure(
+                call="OFI memory registration",
+                errno=as_int(find(f, "ofi_rc")),
+                errno_text=_text(find(f, "call_errno_text")),
+                evidence=evidence_of(e, path),
+                **_origin(e),
+            ),
+        )
+
+
+def _text(value: Any) -> str | None:
+    """A field that is text, or a list of tokens (a device and its port) joined as printed."""
+    if value is None:
+        return None
+    if isinstance(value, dict):  # a device and its port: {"name": "mlx5_0", "int": "1"}
+        value = list(value.values())
+    if isinstance(value, list):
+        return ":".join(str(v) for v in value)
+    return str(value).strip() or None
+
+
 def _sysfs(e: Event, path: str) -> Iterator[Fact]:
     sysfs = e.fields.get("sysfs_path")
     if sysfs:
@@ -359,7 +409,8 @@ FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "ibverbs_missing": _rdma,
     "plugin_init_failed": _rdma,
     "net_plugin_line": _rdma,
-    "net_ofi": _rdma,
+    "net_ofi": lambda e, p: chain(_rdma(e, p), _verbs(e, p)),
+    "call_failed": _verbs,
     "check_p2p_type": _p2p,
     "p2p_not_enabled": _p2p,
     "p2p_indirect_note": _p2p,

@@ -82,6 +82,9 @@ STORIES: list[tuple[str, list[str]]] = [
     ("RUN005", ["HANG001", "HANG003"]),
     ("NET005", ["NET006", "HANG001", "HANG003", "BW005"]),
     ("NET006", ["HANG001", "HANG003", "BW005"]),
+    # a queue pair that cannot connect, or memory that cannot be pinned: the WARNs and errors that follow
+    ("NET009", ["RUN005", "RUN013", "NET006", "HANG001", "BW005"]),
+    ("NET010", ["RUN005", "RUN013", "NET006", "HANG001", "BW005"]),
     ("HANG001", ["RUN006"]),
     ("HANG002", ["RUN006"]),
 ]

@@ -92,4 +92,5 @@ from ncclscope.model.log import (  # noqa: F401
     RdmaProblem,
     SocketFailure,
     SysfsUnreadable,
+    VerbsFailure,
 )

@@ -46,6 +46,7 @@ from ncclscope.model.log import (
     RdmaProblem,
     SocketFailure,
     SysfsUnreadable,
+    VerbsFailure,
 )
 
 if TYPE_CHECKING:
@@ -80,6 +81,9 @@ class Case(Record):
     ib_completion_errors: list[IbCompletionError] = Field(default_factory=new_list)
     socket_failures: list[SocketFailure] = Field(default_factory=new_list)
     rdma_problems: list[RdmaProblem] = Field(default_factory=new_list)
+    verbs_failures: list[VerbsFailure] = Field(
+        default_factory=new_list, description="RDMA verbs calls that failed (QP transitions, CQ/MR creation)."
+    )
     p2p: list[P2pReport] = Field(default_factory=new_list)
     cuda_errors: list[CudaError] = Field(default_factory=new_list)
     sysfs_unreadable: list[SysfsUnreadable] = Field(default_factory=new_list)

@@ -134,6 +134,22 @@ class SocketFailure(Origin):
     evidence: Evidence
 
 
+class VerbsFailure(Origin):
+    """An RDMA verbs call that failed (`Call to ibv_modify_qp failed with 110 Connection timed out, on dev ...`), or the
+    OFI plugin's memory registration (`Unable to register memory ... RC: 12, Error: Cannot allocate memory`)."""
+
+    call: str = Field(description="ibv_modify_qp, ibv_create_cq, ibv_reg_mr ..., or OFI memory registration.")
+    errno: int | None = Field(None, description="The errno NCCL printed (2.23+; the OFI plugin's RC).")
+    errno_text: str | None = Field(None, description="strerror: 'Connection timed out', 'Cannot allocate memory' ...")
+    device: str | None = Field(None, description="ibv_modify_qp (2.23+): the device and port, mlx5_0:1.")
+    qp_from: str | None = Field(None, description="ibv_modify_qp: the QP state it was in (INIT, RTR).")
+    qp_to: str | None = Field(None, description="ibv_modify_qp: the state it failed to reach (RTR, RTS).")
+    gid_index: int | None = None
+    local_gid: str | None = None
+    remote_gid: str | None = None
+    evidence: Evidence
+
+
 class RdmaProblem(Origin):
     """A line saying that the RDMA path (verbs, an IB device, a net plugin) cannot be used."""
 

@@ -17,6 +17,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     net_errors,
     net_interfaces,
     net_ports,
+    net_verbs,
     run,
     run_framework,
     run_init,

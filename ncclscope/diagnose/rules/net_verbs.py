@@ -1,0 +1,102 @@
+"""NET009 and NET010: an RDMA verbs call that failed, read by its errno (data/verbs_errors.json): a queue pair that
+cannot be connected, memory that cannot be pinned for RDMA."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.diagnose.rules.version import host_list
+from ncclscope.model import Finding, VerbsFailure
+
+DATA_FILE = Path(__file__).parent.parent.parent / "data" / "verbs_errors.json"
+
+
+@lru_cache(maxsize=1)
+def _errors() -> dict[str, Any]:
+    return dict(json.loads(DATA_FILE.read_text(encoding="utf-8")))
+
+
+def _matches(failure: VerbsFailure, entry: dict[str, Any]) -> bool:
+    return failure.errno in entry["errnos"] or (failure.errno_text or "") in entry["texts"]
+
+
+@rule("NET009", "qp-connect-failed", severity="error", needs=["nccl_log"])
+def qp_connect_failed(ctx: Context) -> Iterable[Finding]:
+    """An IB/RoCE queue pair cannot be connected: `Call to ibv_modify_qp failed with 110 Connection timed out, on dev
+    mlx5_0:1, curr state INIT, next state RTR ...` (or `ibv_create_ah`), read by its errno: 110 timed out means the two
+    NICs cannot reach each other (a rail-only fabric paired cross-rail, different subnets); 19 no such device, 22
+    invalid argument, 101/113 unreachable mean the queue pair's RoCE address is wrong (the GID index).
+
+    Why: NCCL connects a queue pair per peer and channel when a communicator first talks to it; if the NICs cannot
+    reach each other the connection fails and the job stops at init or at its first collective, with a SystemError
+    that says nothing of the fabric.
+
+    Fix: Follow the decoded errno in the message: NCCL_CROSS_NIC=0 (or connect the rails) for timeouts; the RoCE v2
+    GID (unset NCCL_IB_GID_INDEX or set the right index, `show_gids`) for addressing errors.
+
+    Sources: NCCL 2.30 src/misc/ibvwrap.cc (ibv_modify_qp's errno and its HINT lines on cross-rail and the GID
+    index); NCCL docs env.rst (NCCL_CROSS_NIC, NCCL_IB_GID_INDEX); data/verbs_errors.json
+    """
+    data = _errors()
+    failures = [f for f in ctx.case.verbs_failures if f.call in data["qp_calls"]]
+    groups: dict[str, list[VerbsFailure]] = {}
+    for f in failures:
+        entry = next((e for e in data["qp_errors"] if _matches(f, e)), None)
+        groups.setdefault(entry["cause"] if entry else "", []).append(f)
+    for cause, items in groups.items():
+        entry = next((e for e in data["qp_errors"] if e["cause"] == cause), None)
+        first = items[0]
+        errno = f"{first.errno} {first.errno_text}" if first.errno is not None else (first.errno_text or "an error")
+        where = f" on {first.device}" if first.device else ""
+        pair = (
+            f" ({first.qp_from} -> {first.qp_to}, local GID {first.local_gid}, remote GID {first.remote_gid})"
+            if first.qp_from and first.remote_gid
+            else ""
+        )
+        hosts = sorted({f.host for f in items if f.host})
+        said = f": {entry['cause']}" if entry else ": NCCL could not connect the queue pair"
+        yield make_finding(
+            "NET009", "error",
+            f"{first.call} failed with {errno}{where}{pair} on {host_list(hosts) or 'a host'} "
+            f"({len(items)} line{'s' if len(items) != 1 else ''}){said}",
+            evidence=shown(f.evidence for f in items), evidence_count=len(items), hosts=hosts,
+            **({"fix": f"{entry['fix'][0].upper()}{entry['fix'][1:]}. Source: {entry['source']}."} if entry else {}),
+        )  # fmt: skip
+
+
+@rule("NET010", "memlock-limit", severity="error", needs=["nccl_log"])
+def memlock_limit(ctx: Context) -> Iterable[Finding]:
+    """RDMA memory registration or queue creation fails for lack of locked memory: `ibv_reg_mr`, `ibv_create_cq`,
+    `ibv_create_qp` or the OFI plugin's `Unable to register memory ... RC: 12, Error: Cannot allocate memory`.
+
+    Why: RDMA NICs read and write pinned memory: every buffer NCCL registers and every queue it creates is locked in
+    RAM, counted against the process's locked-memory limit. A limit left at the distribution's default (often 64
+    KiB or 8 MiB) fails the first registration with ENOMEM, although the host has memory to spare; the GPU's own
+    memory is not the issue.
+
+    Fix: Raise the locked-memory limit where the ranks are started (`ulimit -l unlimited` in the launcher's or
+    container's environment: docker `--ulimit memlock=-1`, Kubernetes IPC_LOCK and the runtime's limits, Slurm's
+    PropagateResourceLimits), not only in the login shell.
+
+    Sources: NCCL docs troubleshooting.rst (InfiniBand: ulimit -l unlimited); rdma-core ibv_reg_mr(3) (ENOMEM);
+    aws/aws-ofi-nccl (memory registration through libfabric); data/verbs_errors.json
+    """
+    data = _errors()
+    entry = data["memory_errors"]
+    items = [f for f in ctx.case.verbs_failures if f.call in data["memory_calls"] and _matches(f, entry)]
+    if not items:
+        return
+    calls = sorted({f.call for f in items})
+    hosts = sorted({f.host for f in items if f.host})
+    yield make_finding(
+        "NET010", "error",
+        f"{', '.join(calls)} failed with Cannot allocate memory on {host_list(hosts) or 'a host'} ({len(items)} "
+        f"line{'s' if len(items) != 1 else ''}): {entry['cause']}",
+        evidence=shown(f.evidence for f in items), evidence_count=len(items), hosts=hosts,
+    )  # fmt: skip
