@@ -432,8 +432,19 @@ def _on_net_ib(b: Builder, s: ProcessState, e: Event, path: str) -> None:
         fields = f.get("completion_error", f) if isinstance(f.get("completion_error"), dict) else f
         event = f.get("ib_async_event")
         if isinstance(event, dict):  # "mlx5_0:1 Got async event : ...": the device's event, named like the others
-            fields = {**{k: v for k, v in event.items() if k != "text"}, "ib_async_event": event.get("text")}
+            fields = {k: v for k, v in event.items() if k not in ("text", "ib_event")}
+            fields["ib_async_event"] = _event_name(event.get("ib_event")) or event.get("text")
+            fields["ib_event"] = _event_name(event.get("ib_event"))
+        elif "ib_event" in f:
+            fields = {**f, "ib_event": _event_name(f["ib_event"])}
         _add_message(b, e, fields, path, warning=True)
+
+
+def _event_name(event: Any) -> str | None:
+    """An IB async event's name as rdma-core prints it ("port error"), or its text when the grammar knows no name."""
+    if isinstance(event, dict):
+        return str(event.get("ib_event_name") or event.get("text") or "") or None
+    return str(event) if event else None
 
 
 def _on_net_socket(b: Builder, s: ProcessState, e: Event, path: str) -> None:

@@ -75,6 +75,8 @@ STORIES: list[tuple[str, list[str]]] = [
     # a hang's cause is what went wrong on the host of the rank the others wait for (HOST_BOUND)
     # a rank's CUDA failure: its peers' connections close, the proxy's calls fail, the test stops
     ("RUN004", ["RUN013", "HANG001", "HANG003", "NET006", "RUN005", "BW005"]),
+    # the NVSwitch fabric not ready: NCCL's CUDA calls in the NVLS set-up fail, the test stops
+    ("RUN009", ["RUN004", "RUN005", "BW005", "RUN013", "NET006"]),
     # a GPU, NVLink or PCIe fault ends the ranks on it; the others wait, time out or lose their peer
     ("HW001", ["RUN013", "RUN004", "HANG001", "HANG003", "NET006", "RUN005", "RUN006", "BW005"]),
     # the first failure of a job, and what followed it on the other ranks
@@ -85,6 +87,8 @@ STORIES: list[tuple[str, list[str]]] = [
     # a queue pair that cannot connect, or memory that cannot be pinned: the WARNs and errors that follow
     ("NET009", ["RUN005", "RUN013", "NET006", "HANG001", "BW005"]),
     ("NET010", ["RUN005", "RUN013", "NET006", "HANG001", "BW005"]),
+    # a port that went down under the job: the completion errors and timeouts that follow
+    ("NET011", ["NET005", "RUN005", "RUN013", "NET006", "HANG001", "RUN006", "BW005"]),
     ("HANG001", ["RUN006"]),
     ("HANG002", ["RUN006"]),
 ]

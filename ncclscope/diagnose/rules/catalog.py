@@ -19,6 +19,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     net_ports,
     net_verbs,
     run,
+    run_fabric,
     run_framework,
     run_init,
     run_timeline,

@@ -1,9 +1,10 @@
-"""NET009 and NET010: an RDMA verbs call that failed, read by its errno (data/verbs_errors.json): a queue pair that
-cannot be connected, memory that cannot be pinned for RDMA."""
+"""NET009, NET010 and NET011: an RDMA verbs call that failed, read by its errno (data/verbs_errors.json): a queue pair
+that cannot be connected, memory that cannot be pinned for RDMA; and the IB events that say the fabric changed."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -100,3 +101,60 @@ def memlock_limit(ctx: Context) -> Iterable[Finding]:
         f"line{'s' if len(items) != 1 else ''}): {entry['cause']}",
         evidence=shown(f.evidence for f in items), evidence_count=len(items), hosts=hosts,
     )  # fmt: skip
+
+
+# the adapter's and port's events (rdma-core's names): the fabric or the port changed under the job. The events of
+# one queue pair (local access violation, invalid request, CQ error) are that connection's, read with its completion
+# errors (NET005), not a change of the fabric.
+FABRIC_EVENTS = frozenset({
+    "port error", "port active", "GID table change", "LID change", "P_Key change", "SM change", "client reregistration",
+    "local catastrophic error",
+})  # fmt: skip
+PORT_DOWN_EVENTS = frozenset({"port error", "local catastrophic error"})  # a port or adapter out of service
+
+
+@rule("NET011", "ib-port-events", severity="error", needs=["nccl_log"])
+def ib_port_events(ctx: Context) -> Iterable[Finding]:
+    """The log shows the fabric changing under the job: IB async events (`Got async event : port error`, `GID table
+    change`, `port active`, `LID change`, `SM change`), or NCCL 2.30's IB port failover marking a device as failed
+    (`Device 0 marked as failed. Initiating recovery?`). Error when a port went down or a device was marked failed,
+    warning for the other events; with the device and host.
+
+    Why: An async event is the adapter telling NCCL that its port or the subnet changed: a port error is a link that
+    went down (cable, transceiver, switch port), a GID table change a RoCE address that changed under the running
+    queue pairs. The completion errors (retry exceeded) and timeouts that follow are its fallout; from 2.30 NCCL can
+    move the traffic to another port and go on at reduced bandwidth.
+
+    Fix: Check the port named on that host (`ibstat`, `ibv_devinfo -v`, the switch port's counters, `dmesg` for mlx5
+    link events), reseat or replace the cable or transceiver, and keep the host out until the link is stable; for
+    GID table changes, what changes the RoCE addresses (NetworkManager, DHCP, a CNI) during the job.
+
+    Sources: rdma-core ibv_get_async_event(3) and ibv_event_type_str (the event names); NCCL
+    src/transport/net_ib.cc (the async event thread's WARN); NCCL 2.30 src/transport/net_ib/p2p_resiliency.cc (IB
+    port failover: Device N marked as failed)
+    """
+    events = [
+        w
+        for w in ctx.case.warnings
+        if w.family == "net_ib"
+        and (w.kind == "ib_device_failed" or (w.kind == "ib_async_event" and w.fields.get("ib_event") in FABRIC_EVENTS))
+    ]
+    by_host: dict[str, list[Any]] = {}
+    for w in events:
+        by_host.setdefault(w.host or "a host the log does not name", []).append(w)
+    for host, items in by_host.items():
+        failed = [w for w in items if w.kind == "ib_device_failed"]
+        names = Counter(str(w.fields.get("ib_event") or "") for w in items if w.kind == "ib_async_event")
+        devices = sorted({str(w.fields["device_name"]) for w in items if w.fields.get("device_name")})
+        down = failed or any(name in PORT_DOWN_EVENTS for name in names)
+        said = [f"{n} x {name or 'async event'}" for name, n in names.most_common()]
+        if failed:
+            said.insert(0, f"{len(failed)} x device marked as failed by NCCL's IB port failover")
+        ranks = sorted({w.pid for w in items if w.pid is not None})
+        on = f" on {', '.join(devices)}" if devices else ""
+        yield make_finding(
+            "NET011", "error" if down else "warning",
+            f"on {host}{on}: {'; '.join(said)} ({len(ranks)} process{'es' if len(ranks) != 1 else ''}): "
+            + ("a port went down or an adapter failed under the job" if down else "the fabric changed under the job"),
+            evidence=shown(w.evidence for w in items), evidence_count=len(items), hosts=[host] if host else [],
+        )  # fmt: skip
