@@ -190,7 +190,6 @@ PLANNED_CODES = {
         "RUN008",
         "RUN010",
         "RUN011",
-        "RUN012",
         "VER003",
     )
 }

@@ -19,6 +19,7 @@ from ncclscope.model import (
     Evidence,
     GdrReport,
     IbCompletionError,
+    InitTiming,
     InterfaceUse,
     P2pReport,
     RdmaProblem,
@@ -378,6 +379,39 @@ def _verbs(e: Event, path: str) -> Iterator[Fact]:
         )
 
 
+def _timings(e: Event, path: str) -> Iterator[Fact]:
+    """`Init timings ...` and `Bootstrap timings ...` (2.22+): the total and each phase in seconds."""
+    f = e.fields
+    total = _seconds(f.get("total"))
+    if total is None:
+        return
+    phases = {}
+    for part in listed(f.get("timing_part")):
+        if isinstance(part, dict) and part.get("phase") is not None:
+            seconds = _seconds(part.get("seconds"))
+            if seconds is not None:
+                phases[str(part["phase"])] = seconds
+    yield (
+        "init_timings",
+        lambda: InitTiming(
+            kind="init" if e.family == "init_timings" else "bootstrap",
+            rank=as_int(f.get("rank")),
+            nranks=as_int(f.get("nranks")),
+            total=total,
+            phases=phases,
+            evidence=evidence_of(e, path),
+            **_origin(e),
+        ),
+    )
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        return float(str(value).strip()) if value is not None else None
+    except ValueError:
+        return None
+
+
 def _text(value: Any) -> str | None:
     """A field that is text, or a list of tokens (a device and its port) joined as printed."""
     if value is None:
@@ -411,6 +445,8 @@ FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "net_plugin_line": _rdma,
     "net_ofi": lambda e, p: chain(_rdma(e, p), _verbs(e, p)),
     "call_failed": _verbs,
+    "init_timings": _timings,
+    "bootstrap_timings": _timings,
     "check_p2p_type": _p2p,
     "p2p_not_enabled": _p2p,
     "p2p_indirect_note": _p2p,

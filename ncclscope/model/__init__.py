@@ -82,6 +82,7 @@ from ncclscope.model.log import (  # noqa: F401
     GdrReport,
     Host,
     IbCompletionError,
+    InitTiming,
     InterfaceUse,
     NcclMessage,
     NetDevice,

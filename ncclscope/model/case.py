@@ -37,6 +37,7 @@ from ncclscope.model.log import (
     GdrReport,
     Host,
     IbCompletionError,
+    InitTiming,
     InterfaceUse,
     NcclMessage,
     NetDevice,
@@ -81,6 +82,9 @@ class Case(Record):
     ib_completion_errors: list[IbCompletionError] = Field(default_factory=new_list)
     socket_failures: list[SocketFailure] = Field(default_factory=new_list)
     rdma_problems: list[RdmaProblem] = Field(default_factory=new_list)
+    init_timings: list[InitTiming] = Field(
+        default_factory=new_list, description="NCCL's profile of each communicator's init and bootstrap (2.22+)."
+    )
     verbs_failures: list[VerbsFailure] = Field(
         default_factory=new_list, description="RDMA verbs calls that failed (QP transitions, CQ/MR creation)."
     )

@@ -150,6 +150,18 @@ class VerbsFailure(Origin):
     evidence: Evidence
 
 
+class InitTiming(Origin):
+    """NCCL's own profile of a communicator's init (2.22+): `Init timings - ncclCommInitRankConfig: rank 3 nranks 8
+    total 55.01 (kernels 52.45, alloc 0.41, ...)`, or of its bootstrap (`Bootstrap timings total ...`)."""
+
+    kind: Literal["init", "bootstrap"]
+    rank: int | None = None
+    nranks: int | None = None
+    total: float = Field(description="Seconds.")
+    phases: dict[str, float] = Field(default_factory=new_dict, description="Seconds per phase, as NCCL names them.")
+    evidence: Evidence
+
+
 class RdmaProblem(Origin):
     """A line saying that the RDMA path (verbs, an IB device, a net plugin) cannot be used."""
 
