@@ -187,10 +187,8 @@ PLANNED_CODES = {
     for code in (
         "TOPO010",
         "RUN007",
-        "RUN008",
         "RUN010",
         "RUN011",
-        "VER003",
     )
 }
 

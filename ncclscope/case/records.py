@@ -70,6 +70,7 @@ WARN_FAMILIES = frozenset(
         "socket_failure",
         "message_truncated",
         "shm_failure",
+        "shm_attach_failed",
         "shm_unlink_failed",
         "duplicate_gpu",
         "version_mismatch",
@@ -101,6 +102,8 @@ ERROR_FAMILIES = WARN_FAMILIES | {
 
 NOTABLE_FAMILIES = frozenset(
     {
+        "shared_mem_limit",  # a GPU newer than the build (VER003)
+        "cumem_host_fallback",  # cuMem host memory not working (RUN008)
         "nvls_support",
         "p2p_not_enabled",
         "affinity",

@@ -19,6 +19,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     net_ports,
     net_verbs,
     run,
+    run_cumem,
     run_fabric,
     run_framework,
     run_init,
@@ -30,6 +31,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     topo_log,
     topo_views,
     version,
+    version_bugs,
 )
 from ncclscope.diagnose.rules.registry import REGISTRY, Rule
 
