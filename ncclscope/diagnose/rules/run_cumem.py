@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list
-from ncclscope.model import Evidence, Finding
+from ncclscope.model import Evidence, Finding, Severity
 
 SHM_SOURCE = "transport/shm.cc"  # NCCL's SHM transport: from 2.19 its host buffers are cuMem host memory
 
@@ -57,7 +57,7 @@ def cumem_fallback(ctx: Context) -> Iterable[Finding]:
         hosts |= {c.host for c in cuda if c.host}
     if not said:
         return
-    severity = "error" if empty or cuda else "warning"
+    severity: Severity = "error" if empty or cuda else "warning"
     yield make_finding(
         "RUN008", severity,
         f"cuMem host memory does not work on {host_list(sorted(hosts)) or 'the host'}: " + "; ".join(said),
