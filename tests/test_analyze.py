@@ -187,8 +187,6 @@ PLANNED_CODES = {
     for code in (
         "TOPO010",
         "RUN007",
-        "RUN010",
-        "RUN011",
     )
 }
 

@@ -21,6 +21,7 @@ from ncclscope.model import (
     IbCompletionError,
     InitTiming,
     InterfaceUse,
+    LaunchMismatch,
     P2pReport,
     RdmaProblem,
     SocketFailure,
@@ -379,6 +380,33 @@ def _verbs(e: Event, path: str) -> Iterator[Fact]:
         )
 
 
+def _launch(e: Event, path: str) -> Iterator[Fact]:
+    """The bootstrap root's refusals (grammars/nccl_log 70_warn.lark bootstrap_mismatch, bootstrap_rank_twice)."""
+    f = e.fields
+    if e.family == "bootstrap_mismatch":
+        differing = {}
+        for field in listed(f.get("mismatch_field")):
+            if not isinstance(field, dict):
+                continue
+            expected, sent = as_int(field.get("mismatch_expected")), as_int(field.get("mismatch_sent"))
+            if field.get("name") and expected is not None and sent is not None and expected != sent:
+                differing[str(field["name"])] = [expected, sent]
+        yield (
+            "launch_mismatches",
+            lambda: LaunchMismatch(
+                kind="info_mismatch", differing=differing, evidence=evidence_of(e, path), **_origin(e)
+            ),
+        )
+    elif e.family == "bootstrap_rank_twice":
+        yield (
+            "launch_mismatches",
+            lambda: LaunchMismatch(
+                kind="rank_twice", rank=as_int(f.get("rank")), nranks=as_int(f.get("nranks")),
+                evidence=evidence_of(e, path), **_origin(e),
+            ),
+        )  # fmt: skip
+
+
 def _timings(e: Event, path: str) -> Iterator[Fact]:
     """`Init timings ...` and `Bootstrap timings ...` (2.22+): the total and each phase in seconds."""
     f = e.fields
@@ -446,6 +474,8 @@ FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "net_ofi": lambda e, p: chain(_rdma(e, p), _verbs(e, p)),
     "call_failed": _verbs,
     "init_timings": _timings,
+    "bootstrap_mismatch": _launch,
+    "bootstrap_rank_twice": _launch,
     "bootstrap_timings": _timings,
     "check_p2p_type": _p2p,
     "p2p_not_enabled": _p2p,

@@ -76,6 +76,8 @@ WARN_FAMILIES = frozenset(
         "version_mismatch",
         "bootstrap_no_interface",
         "bootstrap_failure",
+        "bootstrap_mismatch",
+        "bootstrap_rank_twice",
         "proxy_failure",
         "internal_error",
         "usage_error",

@@ -77,6 +77,9 @@ STORIES: list[tuple[str, list[str]]] = [
     ("RUN004", ["RUN013", "HANG001", "HANG003", "NET006", "RUN005", "BW005"]),
     # cuMem host memory that does not work: the CUDA failure and WARNs that follow
     ("RUN008", ["RUN004", "RUN005", "RUN013", "NET006", "BW005"]),
+    # a process launched unlike the others, a container that hides the GPUs: what fails after it
+    ("RUN010", ["RUN005", "RUN013", "NET006", "RUN001", "HANG001", "RUN006"]),
+    ("RUN011", ["RUN005", "RUN013", "RUN001", "NET006"]),
     # the NVSwitch fabric not ready: NCCL's CUDA calls in the NVLS set-up fail, the test stops
     ("RUN009", ["RUN004", "RUN005", "BW005", "RUN013", "NET006"]),
     # a GPU, NVLink or PCIe fault ends the ranks on it; the others wait, time out or lose their peer

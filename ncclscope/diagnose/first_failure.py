@@ -26,9 +26,9 @@ from ncclscope.model import Case, Evidence, FrameworkEvent, KernelEvent, NcclMes
 
 # NCCL WARN families (and kinds) that start a failure of their own
 INITIATING_WARNS = frozenset({
-    "cuda_failure", "alloc_failed", "bootstrap_failure", "internal_error", "shm_failure", "shm_attach_failed",
-    "duplicate_gpu", "call_failed", "completion_error", "ib_async_event", "ib_size_mismatch", "ofi_failed",
-    "ofi_open_failed",
+    "cuda_failure", "alloc_failed", "bootstrap_failure", "bootstrap_mismatch", "bootstrap_rank_twice",
+    "internal_error", "shm_failure", "shm_attach_failed", "duplicate_gpu", "call_failed", "completion_error",
+    "ib_async_event", "ib_size_mismatch", "ofi_failed", "ofi_open_failed",
 })  # fmt: skip
 # ... and those that follow another process's failure: its connection closed or refused, the proxy's calls
 CASCADE_WARNS = frozenset({"proxy_failure", "error_trace"})

@@ -84,6 +84,7 @@ from ncclscope.model.log import (  # noqa: F401
     IbCompletionError,
     InitTiming,
     InterfaceUse,
+    LaunchMismatch,
     NcclMessage,
     NetDevice,
     Origin,

@@ -39,6 +39,7 @@ from ncclscope.model.log import (
     IbCompletionError,
     InitTiming,
     InterfaceUse,
+    LaunchMismatch,
     NcclMessage,
     NetDevice,
     P2pReport,
@@ -82,6 +83,9 @@ class Case(Record):
     ib_completion_errors: list[IbCompletionError] = Field(default_factory=new_list)
     socket_failures: list[SocketFailure] = Field(default_factory=new_list)
     rdma_problems: list[RdmaProblem] = Field(default_factory=new_list)
+    launch_mismatches: list[LaunchMismatch] = Field(
+        default_factory=new_list, description="Processes the bootstrap root refused: fields that differ, a rank twice."
+    )
     init_timings: list[InitTiming] = Field(
         default_factory=new_list, description="NCCL's profile of each communicator's init and bootstrap (2.22+)."
     )

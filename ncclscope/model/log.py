@@ -150,6 +150,20 @@ class VerbsFailure(Origin):
     evidence: Evidence
 
 
+class LaunchMismatch(Origin):
+    """The bootstrap root refusing a process that does not fit the job as the root knows it: `mismatch in info from
+    procs` (the fields that differ: what the root expected and what the process sent), or a rank that checked in
+    twice."""
+
+    kind: Literal["info_mismatch", "rank_twice"]
+    differing: dict[str, list[int]] = Field(
+        default_factory=new_dict, description="info_mismatch: field -> [expected, sent], the fields that differ."
+    )
+    rank: int | None = Field(None, description="rank_twice: the rank that checked in twice.")
+    nranks: int | None = None
+    evidence: Evidence
+
+
 class InitTiming(Origin):
     """NCCL's own profile of a communicator's init (2.22+): `Init timings - ncclCommInitRankConfig: rank 3 nranks 8
     total 55.01 (kernels 52.45, alloc 0.41, ...)`, or of its bootstrap (`Bootstrap timings total ...`)."""

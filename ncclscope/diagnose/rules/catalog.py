@@ -24,6 +24,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     run_framework,
     run_init,
     run_init_time,
+    run_launch,
     run_timeline,
     run_warnings,
     topo,
