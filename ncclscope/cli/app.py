@@ -425,6 +425,24 @@ def demo() -> None:
     render.print_text(run_rules(outcome.case), console)
 
 
+class Symptom(str, Enum):
+    hang = "hang"
+    slow = "slow"
+    crash = "crash"
+    wrong = "wrong"
+
+
+@app.command()
+def collect(
+    symptom: Annotated[Symptom, typer.Argument(help="hang, slow, crash or wrong (results).")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
+) -> None:
+    """Say what to collect for a support ticket: NCCL and framework settings, host reports, what to write."""
+    from ncclscope.cli.collect import collect_text
+
+    write_output(collect_text(symptom.value), output)
+
+
 @app.command()
 def version() -> None:
     """Print the ncclscope version."""
