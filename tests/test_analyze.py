@@ -185,7 +185,6 @@ def test_every_catalog_code_is_a_rule_with_its_exact_name() -> None:
 PLANNED_CODES = {
     code: 44
     for code in (
-        "TOPO010",
         "RUN007",
     )
 }

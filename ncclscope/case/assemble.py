@@ -70,6 +70,8 @@ class Assembly:
         case.fr_trace_reports.extend(parsed.fr_trace_reports)
         case.kernel_events.extend(parsed.kernel_events)
         case.process_exits.extend(parsed.process_exits)
+        case.pci_devices.extend(parsed.pci_devices)
+        case.acs_lines.extend(parsed.acs_lines)
         case.topology_dumps.extend(parsed.topology_dumps)
         case.graph_dumps.extend(parsed.graph_dumps)
         case.ib_devices.extend(parsed.ib_devices)

@@ -61,6 +61,7 @@ from ncclscope.model.host_reports import (  # noqa: F401
     NvlinkGpu,
     NvlinkLink,
     P2pMatrix,
+    PciDevice,
     SmiGpu,
     XmlCpu,
     XmlGpu,

@@ -24,6 +24,7 @@ SourceKind = Literal[
     "nvidia_smi_nvlink",
     "p2p_matrix",
     "kernel_log",
+    "lspci",
 ]
 
 

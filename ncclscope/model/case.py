@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from pydantic import Field
 
-from ncclscope.model.base import Record, Source
+from ncclscope.model.base import Evidence, Record, Source
 from ncclscope.model.benchmarks import (
     BenchmarkRun,
     GraphSearch,
@@ -24,6 +24,7 @@ from ncclscope.model.host_reports import (
     NcclTopologyDump,
     NvlinkGpu,
     P2pMatrix,
+    PciDevice,
     SmiGpu,
 )
 from ncclscope.model.log import (
@@ -130,6 +131,12 @@ class Case(Record):
     smi_gpus: list[SmiGpu] = Field(default_factory=new_list, description="`nvidia-smi -q`: one entry per GPU.")
     process_exits: list[ProcessExit] = Field(
         default_factory=new_list, description="Worker processes that ended in failure, as torchrun reports them."
+    )
+    pci_devices: list[PciDevice] = Field(
+        default_factory=new_list, description="`lspci -vvv`: devices, bridges' bus ranges and ACS control."
+    )
+    acs_lines: list[Evidence] = Field(
+        default_factory=new_list, description="ACSCtl lines with no device header before them (a grep of lspci)."
     )
     kernel_events: list[KernelEvent] = Field(
         default_factory=new_list,

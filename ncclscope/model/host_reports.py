@@ -241,3 +241,17 @@ class KernelEvent(Record):
     detail: str | None = Field(None, description="The text after the code, or the AER error type.")
     driver_version: str | None = None
     evidence: Evidence
+
+
+class PciDevice(Record):
+    """A device of `lspci -vvv`: its address and class, a bridge's bus range, and its ACS control when printed."""
+
+    source: str
+    bus_id: str = Field(description="PCI address in NCCL's form, 0000:80:01.0.")
+    device_class: str = Field(description="PCI bridge, 3D controller, Infiniband controller ... as lspci names it.")
+    name: str = ""
+    secondary: int | None = Field(None, description="A bridge's first bus behind it.")
+    subordinate: int | None = Field(None, description="A bridge's last bus behind it.")
+    acs: dict[str, bool] = Field(default_factory=new_dict, description="ACSCtl flags (ReqRedir: True when +).")
+    evidence: Evidence
+    acs_evidence: Evidence | None = None

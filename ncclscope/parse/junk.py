@@ -32,6 +32,7 @@ WORDS: tuple[bytes, ...] = (
     *(b"Cuda failure", b"hca_id", b"CA '", b"Infiniband device '", b"ROCm System Management", b"between two GPUs"),
     *(b"Not all ranks joining collective", b"input_sizes=", b"Remapped Rows", b"Retired Pages"),
     *(b"failed (exitcode:", b"Root Cause (first observed failure)", b"Connection closed by peer", b"Read error ["),
+    *(b"ACSCtl", b"Bus: primary="),
     *(word.encode() for word in KERNEL_WORDS),
 )
 # ... NCCL's own name, as NCCL, frameworks and command lines print it: a word of its own (NCCL INFO,

@@ -19,6 +19,7 @@ from ncclscope.inputs.opening import InputFile, ReadStats, iter_blocks, open_bin
 from ncclscope.model import (
     BenchmarkRun,
     EnvSetting,
+    Evidence,
     FlightRecorderDump,
     FrameworkEvent,
     FrTraceReport,
@@ -28,6 +29,7 @@ from ncclscope.model import (
     NcclTopologyDump,
     NvlinkGpu,
     P2pMatrix,
+    PciDevice,
     ProcessExit,
     RasReport,
     SmiGpu,
@@ -63,6 +65,8 @@ class ParsedInput:
     fr_trace_reports: list[FrTraceReport] = field(default_factory=list)
     kernel_events: list[KernelEvent] = field(default_factory=list)
     process_exits: list[ProcessExit] = field(default_factory=list)
+    pci_devices: list[PciDevice] = field(default_factory=list)
+    acs_lines: list[Evidence] = field(default_factory=list)
     topology_dumps: list[NcclTopologyDump] = field(default_factory=list)
     graph_dumps: list[NcclGraphDump] = field(default_factory=list)
     ib_devices: list[IbDevice] = field(default_factory=list)
@@ -202,6 +206,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines
     parsed.fr_trace_reports = others.fr_trace.finish()
     parsed.kernel_events = others.kernel.finish()
     parsed.process_exits = others.torchrun.finish()
+    parsed.pci_devices, parsed.acs_lines = others.lspci.finish()
     parsed.ib_devices = others.ibstat.devices + others.ibv_devinfo.devices
     parsed.smi_gpus = others.smi_query.gpus
     parsed.nvlink_gpus = others.smi_nvlink.gpus
@@ -258,6 +263,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("ras_status")
     if others.kernel.lines:
         source.kinds.append("kernel_log")
+    if parsed.pci_devices or parsed.acs_lines:
+        source.kinds.append("lspci")
     if others.ibstat.devices:
         source.kinds.append("ibstat")
     if others.ibv_devinfo.devices:

@@ -22,6 +22,7 @@ from ncclscope.parse.ibstat import IbstatReader
 from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
 from ncclscope.parse.kernel_log import KernelLogReader
 from ncclscope.parse.line_hints import ELISIONS, other_hints
+from ncclscope.parse.lspci import LspciReader
 from ncclscope.parse.nccl_tests import NcclTestsReader
 from ncclscope.parse.normalize import clean, prefix_rank, strip_launcher_prefix
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
@@ -45,6 +46,7 @@ READERS: tuple[Any, ...] = (
     RocmSmiTopologyReader,
     KernelLogReader,
     TorchrunFailureReader,
+    LspciReader,
     ras.RasReader,
 )
 
@@ -66,9 +68,10 @@ class OtherLines:
         self.fr_trace = FrTraceTextReader(display)
         self.kernel = KernelLogReader(display)
         self.torchrun = TorchrunFailureReader(display)
+        self.lspci = LspciReader(display)
         self._host_readers = (
             self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.fr_trace, self.ras,
-            self.torchrun,
+            self.torchrun, self.lspci,
         )  # fmt: skip
         self._readers = (
             self.kernel, self.rocm_topology, self.topology, self.tests, self.framework, *self._host_readers
@@ -138,6 +141,7 @@ class OtherLines:
             or self.ras.reports
             or self.kernel.lines
             or self.torchrun.lines
+            or self.lspci.lines
         )
 
     def _host_report(self, line_no: int, body: str) -> bool:

@@ -28,6 +28,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     run_timeline,
     run_warnings,
     topo,
+    topo_acs,
     topo_links,
     topo_log,
     topo_views,
