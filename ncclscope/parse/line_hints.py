@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ncclscope.parse.line_filter import LineFilter
 from ncclscope.parse.normalize import LAUNCHER_PREFIX_RE
+from ncclscope.parse.re2_pattern import escape, re2_compile
 
 # The one cheap test is made; the tests turn it off to show that it changes no result
 CHEAP_TEST = True
@@ -44,13 +45,26 @@ class OtherHints:
     pattern: re.Pattern[bytes]  # matched at a line's start
 
     def wanted(self, line: bytes) -> bool:
-        """The test for one line (where a block is not searched at once)."""
-        return any(word in line for word in self.words) or self.pattern.match(line) is not None
+        """The test for one line (where a block is not searched at once): the words in one RE2 search where RE2
+        is used (one pass, whatever the number of words), else each word in turn."""
+        search = _words_search(self)
+        if search is not None:
+            found = search(line) is not None
+        else:
+            found = any(word in line for word in self.words)
+        return found or self.pattern.match(line) is not None
 
     def wanted_lines(self, lines: list[bytes]) -> list[bool]:
         """The test for many lines at once (one pass of line_filter.py)."""
         found, opened = _filter(self).scan(lines)
         return [k in found or k in opened for k in range(len(lines))]
+
+
+@cache
+def _words_search(hints: OtherHints) -> Any:
+    """The hints' words as one RE2 alternation (its search method), or None where RE2 is not used."""
+    compiled = re2_compile(b"|".join(escape(word) for word in hints.words))
+    return compiled.search if compiled is not None else None
 
 
 @cache
