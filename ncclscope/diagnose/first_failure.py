@@ -64,7 +64,7 @@ SIGNALS = {
 }
 
 
-@dataclass
+@dataclass(eq=False)  # one failure is one line: compared by identity (membership tests stay cheap)
 class Failure:
     """One failure the inputs show, placed on the job's timeline."""
 
@@ -147,9 +147,11 @@ def timeline(case: Case) -> Timeline:
     line.root, line.ordered_by, line.candidates = root, ordered_by, candidates
     # what followed: the fallout everywhere, the root process's own later failures included (a GPU that fell off
     # the bus fails the next CUDA call of its rank); failures of their own on other processes apart
-    after = [f for f in failures if f is not root and f not in candidates]
+    listed = {id(f) for f in candidates}
+    after = [f for f in failures if f is not root and id(f) not in listed]
     line.cascade = [f for f in after if not f.initiating or (root is not None and _same_process(f, root))]
-    line.later = [f for f in after if f not in line.cascade]
+    cascade = {id(f) for f in line.cascade}
+    line.later = [f for f in after if id(f) not in cascade]
     return line
 
 
