@@ -75,6 +75,8 @@ STORIES: list[tuple[str, list[str]]] = [
     # a hang's cause is what went wrong on the host of the rank the others wait for (HOST_BOUND)
     # a rank's CUDA failure: its peers' connections close, the proxy's calls fail, the test stops
     ("RUN004", ["RUN013", "HANG001", "HANG003", "NET006", "RUN005", "BW005"]),
+    # NCCL's own memory behind an out-of-memory: the CUDA error it raised
+    ("RUN007", ["RUN004", "RUN005", "RUN013", "NET006", "BW005"]),
     # cuMem host memory that does not work: the CUDA failure and WARNs that follow
     ("RUN008", ["RUN004", "RUN005", "RUN013", "NET006", "BW005"]),
     # a process launched unlike the others, a container that hides the GPUs: what fails after it

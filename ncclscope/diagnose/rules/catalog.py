@@ -25,6 +25,7 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     run_init,
     run_init_time,
     run_launch,
+    run_memory,
     run_timeline,
     run_warnings,
     topo,
