@@ -177,3 +177,13 @@ def test_the_xid_catalog_names_a_cause_and_a_source_for_every_code() -> None:
     assert xid(79).cause == "hardware" and xid(43).cause == "application" and xid(45).cause == "fallout"
     raw = json.loads((REPO / "ncclscope/data/xid_catalog.json").read_text(encoding="utf-8"))
     assert len({x["code"] for x in raw["xids"]}) == len(raw["xids"])
+
+
+def test_an_nvidia_bug_report_is_read_section_by_section() -> None:
+    """The report's sections hold the host's kernel log and nvidia-smi -q: each is read by its own reader."""
+    report = "fixtures/host/nvidia_bug_report_xid79.log.gz"
+    case = read_case([str(REPO / report)], jobs=1).case
+    assert case.sources[0].kinds == ["kernel_log", "nvidia_smi_query"]
+    assert [g.bus_id for g in case.smi_gpus] == ["0000:18:00.0"]
+    found = only_finding("HW001", report)
+    assert found.hosts == ["gpu-n3"] and "GPU 0000:18:00.0: Xid 79 GPU has fallen off the bus" in found.message
