@@ -225,7 +225,9 @@ def _depends_on_touched(finding, mutated: Mutated, path: Path) -> bool:  # type:
     read from a whole document (NCCL's XML dumps, JSON): damage anywhere in it, its root element say, may
     leave no document to read. Either may change legitimately."""
     document = path.suffix in (".xml", ".json")
-    return document or finding.code == "EVD001" or (finding.evidence_count or 0) > len(finding.evidence)
+    # a rank that never joined (HANG001) is read from what is absent: a view's rows from its header's columns
+    absence = finding.code in ("EVD001", "HANG001")
+    return document or absence or (finding.evidence_count or 0) > len(finding.evidence)
 
 
 @SETTINGS
