@@ -9,7 +9,7 @@ from ncclscope.diagnose.first_failure import ORDERED_BY, Failure, Timeline, time
 from ncclscope.diagnose.rules.context import EVIDENCE_SHOWN, Context, shown, shown_with
 from ncclscope.diagnose.rules.net_common import rank_list
 from ncclscope.diagnose.rules.registry import make_finding, rule
-from ncclscope.model import Finding
+from ncclscope.model import Evidence, Finding
 
 
 @rule("RUN013", "first-failure", severity="error")
@@ -58,7 +58,8 @@ def _rooted(line: Timeline) -> Finding:
         f"first failure: {root.what} on {root.process}{when} ({ORDERED_BY.get(line.ordered_by, line.ordered_by)})"
         + (f"; what followed it: {cascade}" if cascade else "")
         + (f"; later failures of their own: {later}" if later else ""),
-        evidence=[root.evidence, *shown(others, EVIDENCE_SHOWN - 1)], evidence_count=1 + len(others),
+        evidence=[root.evidence, *shown(_one_per_kind(line.cascade + line.later), EVIDENCE_SHOWN - 1)],
+        evidence_count=1 + len(others),
         hosts=_hosts([root]),
         ranks=_ranks([root]),
     )  # fmt: skip
@@ -72,7 +73,7 @@ def _unordered(line: Timeline) -> Finding:
         "RUN013", "warning",
         f"failures on {len(line.candidates)} processes and nothing orders them across hosts (no times on their "
         f"lines): any of them may be first: {names}" + (f"; what followed: {cascade}" if cascade else ""),
-        evidence=shown_with([f.evidence for f in line.candidates], [f.evidence for f in line.cascade]),
+        evidence=shown_with([f.evidence for f in line.candidates], _one_per_kind(line.cascade)),
         evidence_count=len(lines), hosts=_hosts(line.candidates),
         ranks=_ranks(line.candidates),
     )  # fmt: skip
@@ -92,7 +93,7 @@ def _lost_peer(line: Timeline) -> Finding:
     return make_finding(
         "RUN013", "error",
         f"every failure here follows the loss of the peer {line.lost_peer}: {where}; what followed here: {cascade}",
-        evidence=shown_with(lines[:1], lines[1:]), evidence_count=len(lines), hosts=_hosts(line.cascade),
+        evidence=shown(_one_per_kind(line.cascade)), evidence_count=len(lines), hosts=_hosts(line.cascade),
         ranks=_ranks(line.cascade),
     )  # fmt: skip
 
@@ -118,6 +119,14 @@ def _summary(failures: list[Failure]) -> str:
         )
         parts.append(f"{n} x {kind}{where}")
     return "; ".join(parts)
+
+
+def _one_per_kind(failures: list[Failure]) -> list[Evidence]:
+    """The first line of each kind of failure: the evidence shows what happened, not the same line five times."""
+    seen: dict[str, Evidence] = {}
+    for f in failures:
+        seen.setdefault(_kind(f), f.evidence)
+    return list(seen.values())
 
 
 def _kind(f: Failure) -> str:
