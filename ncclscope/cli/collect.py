@@ -3,17 +3,13 @@ into a job script and a ticket."""
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "collect.json"
+from ncclscope.common.data_files import data_json
 
 
-@lru_cache(maxsize=1)
 def advice() -> dict[str, Any]:
-    return dict(json.loads(DATA_FILE.read_text(encoding="utf-8")))
+    return dict(data_json("collect.json"))
 
 
 def symptoms() -> list[str]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ncclscope.common.data_files import data_path
 
 if TYPE_CHECKING:
     from ncclscope.diagnose.reference_data import (
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
         PlatformSpec,
     )
 
-DATA_FILE = Path(__file__).parent.parent / "data" / "expected_busbw.json"
+DATA_FILE = data_path("expected_busbw.json")
 
 
 @lru_cache(maxsize=1)

@@ -4,19 +4,13 @@ or of none, answers None (judged without it)."""
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from pathlib import Path
-
+from ncclscope.common.data_files import data_json
 from ncclscope.common.versions import release_tuple
 from ncclscope.model import Case
 
-DATA_FILE = Path(__file__).parent.parent / "data" / "nccl_releases.json"
 
-
-@lru_cache(maxsize=1)
 def behaviours() -> dict[str, dict[str, str]]:
-    return dict(json.loads(DATA_FILE.read_text(encoding="utf-8"))["behaviours"])
+    return dict(data_json("nccl_releases.json")["behaviours"])
 
 
 def case_release(case: Case) -> tuple[int, ...] | None:

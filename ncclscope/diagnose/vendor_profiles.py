@@ -5,13 +5,11 @@ profile's own (ENV001 then says so, at info)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ncclscope.common.data_files import data_path
 from ncclscope.model import Case, EnvSetting
-
-DATA_FILE = Path(__file__).parent.parent / "data" / "vendor_profiles.json"
 
 
 class _Data(BaseModel):
@@ -39,7 +37,7 @@ class Profiles(_Data):
 
 @lru_cache(maxsize=1)
 def profiles() -> list[Profile]:
-    return Profiles.model_validate_json(DATA_FILE.read_bytes()).profiles
+    return Profiles.model_validate_json(data_path("vendor_profiles.json").read_bytes()).profiles
 
 
 def shown_profiles(case: Case) -> list[Profile]:

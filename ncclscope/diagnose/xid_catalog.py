@@ -4,14 +4,12 @@ whether an Xid is a hardware fault, the application's own, or the fallout of an 
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ncclscope.common.data_files import data_path
 from ncclscope.model import KernelEvent
-
-DATA_FILE = Path(__file__).parent.parent / "data" / "xid_catalog.json"
 
 
 class _Data(BaseModel):
@@ -51,7 +49,7 @@ class XidCatalog(_Data):
 
 @lru_cache(maxsize=1)
 def catalog() -> XidCatalog:
-    return XidCatalog.model_validate_json(DATA_FILE.read_bytes())
+    return XidCatalog.model_validate_json(data_path("xid_catalog.json").read_bytes())
 
 
 @lru_cache(maxsize=256)

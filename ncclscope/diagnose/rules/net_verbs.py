@@ -3,24 +3,19 @@ that cannot be connected, memory that cannot be pinned for RDMA; and the IB even
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from ncclscope.common.data_files import data_json
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list
 from ncclscope.model import Finding, VerbsFailure
 
-DATA_FILE = Path(__file__).parent.parent.parent / "data" / "verbs_errors.json"
 
-
-@lru_cache(maxsize=1)
 def _errors() -> dict[str, Any]:
-    return dict(json.loads(DATA_FILE.read_text(encoding="utf-8")))
+    return dict(data_json("verbs_errors.json"))
 
 
 def _matches(failure: VerbsFailure, entry: dict[str, Any]) -> bool:

@@ -3,22 +3,17 @@ timings` (2.22+) say; the phase's known causes come from data/init_phases.json."
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from ncclscope.common.data_files import data_json
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Finding, InitTiming
 
-DATA_FILE = Path(__file__).parent.parent.parent / "data" / "init_phases.json"
 
-
-@lru_cache(maxsize=1)
 def _phases() -> dict[str, Any]:
-    return dict(json.loads(DATA_FILE.read_text(encoding="utf-8")))
+    return dict(data_json("init_phases.json"))
 
 
 def _dominant(timing: InitTiming, share: float) -> tuple[str, float] | None:

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from ncclscope.common.data_files import data_json
 from ncclscope.common.versions import release_tuple
 from ncclscope.diagnose.releases import case_release
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Evidence, Finding
 
-DATA_FILE = Path(__file__).parent.parent.parent / "data" / "known_bugs.json"
 
-
-@lru_cache(maxsize=1)
 def known_bugs() -> list[dict[str, Any]]:
-    return list(json.loads(DATA_FILE.read_text(encoding="utf-8"))["bugs"])
+    return list(data_json("known_bugs.json")["bugs"])
 
 
 @rule("VER003", "known-nccl-bug", severity="warning", needs=["version"])
