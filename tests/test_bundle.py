@@ -119,3 +119,18 @@ def test_a_tar_gz_that_is_not_a_bundle_is_not_expanded(tmp_path: Path) -> None:
         tar.add(REPO / "fixtures/net/bootstrap_docker0_two_hosts.log", arcname="inputs/x.log")
     outcome = read_case([str(other)], jobs=1)
     assert not any(":inputs/" in s.path for s in outcome.case.sources)
+
+
+def test_the_bundle_answers_the_nccl_issue_form(tmp_path: Path) -> None:
+    """ticket.md: impact, the first failure, versions per host, platform and scale, the logs."""
+    ticket = tmp_path / "ticket.tar.gz"
+    write_bundle([str(REPO / "fixtures/timeline")], ticket, command="ncclscope bundle fixtures/timeline")
+    with tarfile.open(ticket) as tar:
+        member = tar.extractfile("ticket.md")
+        assert member is not None
+        text = member.read().decode()
+    for section in ("## How this issue impacts you", "## The first failure", "## NCCL version", "## Debug logs"):
+        assert section in text
+    assert "- Xid 79 GPU has fallen off the bus on gpu-b, rank 3, GPU 0000:43:00.0 at 2025-06-02T10:15:40" in text
+    assert "- gpu-a: NCCL 2.27.3+cuda12.8; CUDA driver 12.8" in text
+    assert "4 ranks in the largest communicator" in text and "- `inputs/gpu-b-kernel.txt`" in text

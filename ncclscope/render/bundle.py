@@ -3,6 +3,8 @@
     inputs/...       the inputs as read (redacted when asked), under their own names
     report.html      self-contained report (when ncclscope.render.report is available)
     report.md        Markdown report, with its PNG plots beside it
+    ticket.md        the answers NVIDIA's NCCL issue form asks for (impact, the first failure, versions per host,
+                     platform and scale, the logs), ready to paste into a ticket
     findings.json    the Analysis as JSON
     manifest.json    ncclscope version, command, creation time, sha256 of every other member,
                      whether the inputs were redacted, and that a redaction map exists outside
@@ -31,6 +33,7 @@ from ncclscope.diagnose.engine import analyze
 from ncclscope.inputs.opening import BUNDLE_INPUTS, BUNDLE_MANIFEST, InputFile, expand_inputs
 from ncclscope.inputs.redact import Redactor, read_input_bytes, redact_inputs
 from ncclscope.model import Analysis
+from ncclscope.render.ticket import ticket_summary
 
 BUNDLE_FORMAT = "ncclscope-bundle"
 
@@ -80,6 +83,7 @@ def write_bundle(
         report_dir = staging / "report"
         report_dir.mkdir()
         notes = _write_reports(analysis, report_dir)
+        (report_dir / "ticket.md").write_text(ticket_summary(analysis, sorted(members)), encoding="utf-8")
         for produced in sorted(report_dir.rglob("*")):
             if produced.is_file():
                 contents[produced.relative_to(report_dir).as_posix()] = produced
