@@ -48,6 +48,14 @@ def as_int(value: Any) -> int | None:
         return None
 
 
+def as_float(value: Any) -> float | None:
+    """A decoded field as a number with a fraction (seconds, GB/s); None when absent or not a number."""
+    try:
+        return float(str(value).strip()) if value is not None else None
+    except ValueError:
+        return None
+
+
 def listed(value: Any) -> list[Any]:
     """A field that repeats (a list of matches) or not, as a list."""
     if value is None:
@@ -410,13 +418,13 @@ def _launch(e: Event, path: str) -> Iterator[Fact]:
 def _timings(e: Event, path: str) -> Iterator[Fact]:
     """`Init timings ...` and `Bootstrap timings ...` (2.22+): the total and each phase in seconds."""
     f = e.fields
-    total = _seconds(f.get("total"))
+    total = as_float(f.get("total"))
     if total is None:
         return
     phases = {}
     for part in listed(f.get("timing_part")):
         if isinstance(part, dict) and part.get("phase") is not None:
-            seconds = _seconds(part.get("seconds"))
+            seconds = as_float(part.get("seconds"))
             if seconds is not None:
                 phases[str(part["phase"])] = seconds
     yield (
@@ -431,13 +439,6 @@ def _timings(e: Event, path: str) -> Iterator[Fact]:
             **_origin(e),
         ),
     )
-
-
-def _seconds(value: Any) -> float | None:
-    try:
-        return float(str(value).strip()) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _text(value: Any) -> str | None:

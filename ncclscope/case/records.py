@@ -13,7 +13,7 @@ from typing import Any
 
 from ncclscope.case import facts
 from ncclscope.case.building import Builder, ProcessState
-from ncclscope.case.facts import FACTS_LIMIT, as_int, evidence_of, listed
+from ncclscope.case.facts import FACTS_LIMIT, as_float, as_int, evidence_of, listed
 from ncclscope.model import (
     CommRank,
     Communicator,
@@ -125,13 +125,6 @@ NOTABLE_FAMILIES = frozenset(
         "check_p2p_type",
     }
 )
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(str(value))
-    except (TypeError, ValueError):
-        return None
 
 
 # ------------------------------------------------------------------------------------ records
@@ -627,7 +620,7 @@ def _on_init_timings(b: Builder, s: ProcessState, e: Event, path: str) -> None:
     f = e.fields
     rank = as_int(f.get("rank"))
     if s.comm is not None and rank is not None:
-        seconds = _float(f.get("total"))
+        seconds = as_float(f.get("total"))
         if seconds is not None:
             s.comm.init_seconds[rank] = seconds
 
@@ -641,8 +634,8 @@ def _on_pattern(b: Builder, s: ProcessState, e: Event, path: str) -> None:
             pattern=as_int(f.get("pattern_id")) or 0,
             cross_nic=as_int(f.get("cross_nic")) or 0,
             nchannels=as_int(f.get("nchannels")) or 0,
-            bw_intra=_float(f.get("bw_intra")) or 0.0,
-            bw_inter=_float(f.get("bw_inter")) or 0.0,
+            bw_intra=as_float(f.get("bw_intra")) or 0.0,
+            bw_inter=as_float(f.get("bw_inter")) or 0.0,
             type_intra=str(f.get("type_intra", "")) or None,
             type_inter=str(f.get("type_inter", "")) or None,
             same_channels=as_int(f.get("same_channels")) or 0,
@@ -655,7 +648,7 @@ def _on_system_header(b: Builder, s: ProcessState, e: Event, path: str) -> None:
     f = e.fields
     values = {}
     for item in listed(f.get("system_bw")):
-        parts = str(item.get("system_bw_key", "")), _float(item.get("number"))
+        parts = str(item.get("system_bw_key", "")), as_float(item.get("number"))
         values[parts[0]] = parts[1]
     s.topology = SystemTopology(
         host=e.host,

@@ -14,7 +14,7 @@ import re
 from lark import Tree
 
 from ncclscope.model import Evidence, FrTraceReport
-from ncclscope.parse.grammars import parse_or_none
+from ncclscope.parse.grammars import parse_or_none, rule_text
 
 MISMATCH = "Not all ranks joining collective"  # a report's first words: the one test before the grammar
 REPORT_FIELDS = ("group_info", "collective", "missing", "sizes", "expected", "state")
@@ -79,17 +79,17 @@ class FrTraceTextReader:
             if tree is None:
                 continue
             if start == "group_info":
-                report.group = _text(tree, "group")
+                report.group = rule_text(tree, "group")
             elif start == "collective":
-                report.collective = (_text(tree, "coll_name") or "").split(":")[-1]
+                report.collective = (rule_text(tree, "coll_name") or "").split(":")[-1]
             elif start == "missing":
                 report.missing_ranks = sorted(int(str(r.children[0])) for r in tree.find_data("rank"))
             elif start == "sizes" and str(tree.children[0]) == "input":
-                report.input_sizes = _text(tree, "size_list")
+                report.input_sizes = rule_text(tree, "size_list")
             elif start == "expected":
                 report.expected_ranks = _int(tree, "expected_ranks")
             elif start == "state":
-                report.state = _text(tree, "coll_state")
+                report.state = rule_text(tree, "coll_state")
             report.evidence.append(evidence)
             return True
         return body.startswith(("output sizes", "collective stack trace")) or (
@@ -125,13 +125,13 @@ class FrTraceTextReader:
                 FrTraceReport(
                     source=self.source,
                     form="view",
-                    collective=(_text(first, "op_name") or "").split(":")[-1],
+                    collective=(rule_text(first, "op_name") or "").split(":")[-1],
                     seq=index,
                     missing_ranks=missing,
                     present_ranks=sorted(cells),
                     expected_ranks=len(ranks),
-                    state=_text(first, "coll_state"),
-                    input_sizes=_text(first, "size_list_cell"),
+                    state=rule_text(first, "coll_state"),
+                    input_sizes=rule_text(first, "size_list_cell"),
                     evidence=[evidence],
                 )
             )
@@ -149,11 +149,6 @@ def _parse(text: str, start: str) -> Tree | None:
     return parse_or_none("fr_trace_text", start, text)
 
 
-def _text(tree: Tree, rule: str) -> str | None:
-    node = next(tree.find_data(rule), None)
-    return str(node.children[0]).strip() if node is not None and node.children else None
-
-
 def _int(tree: Tree, rule: str) -> int | None:
-    value = _text(tree, rule)
+    value = rule_text(tree, rule)
     return int(value) if value and value.isdigit() else None

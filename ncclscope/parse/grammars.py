@@ -106,6 +106,14 @@ def load(name: str, start: str | tuple[str, ...] = "start") -> Lark:
     return parser
 
 
+def rule_text(tree: Tree, rule: str, index: int = 0) -> str | None:
+    """The text (stripped) of the index-th child of the first `rule` subtree of a parse, or None."""
+    node = next(tree.find_data(rule), None)
+    if node is None or len(node.children) <= index:
+        return None
+    return str(node.children[index]).strip()
+
+
 def parse_or_none(name: str, start: str, text: str) -> Tree | None:
     """`text` read from `start` of grammars/<name>, or None when the grammar does not take it (a reader trying
     one line kind after another)."""

@@ -14,7 +14,7 @@ from datetime import datetime
 from lark import Token, Tree
 
 from ncclscope.model import Evidence, KernelEvent
-from ncclscope.parse.grammars import parse_or_none
+from ncclscope.parse.grammars import parse_or_none, rule_text
 from ncclscope.parse.kernel_words import WORDS
 
 FALLEN_OFF_LINES = 3  # the driver's three-line message: an open one that does not end within them is let go
@@ -120,12 +120,12 @@ class KernelLogReader:
 def _typed(event: KernelEvent, kind: str, message: Tree) -> bool:
     """Fills the event from its message; False for a line that is no event (a GPU's UUID line)."""
     if kind == "xid":
-        event.bus_id = _bus(_first(message, "pci_ref"))
-        event.xid = _int(_first(message, "xid_code"))
-        event.pid = _first(message, "xid_pid", 1)
-        event.process = (_first(message, "xid_process", 1) or "").strip() or None
-        event.detail = (_first(message, "xid_text") or "").strip() or None
-        event.caused_by = _int(_first(message, "xid_cause", 1))
+        event.bus_id = _bus(rule_text(message, "pci_ref"))
+        event.xid = _int(rule_text(message, "xid_code"))
+        event.pid = rule_text(message, "xid_pid", 1)
+        event.process = (rule_text(message, "xid_process", 1) or "").strip() or None
+        event.detail = (rule_text(message, "xid_text") or "").strip() or None
+        event.caused_by = _int(rule_text(message, "xid_cause", 1))
         return event.xid is not None
     if kind == "fallen_off_bus":
         event.kind = "fallen_off_bus"
@@ -138,7 +138,7 @@ def _typed(event: KernelEvent, kind: str, message: Tree) -> bool:
         return True
     if kind == "sxid":
         event.kind = "sxid"
-        event.bus_id = _bus(_first(message, "pci_ref"))
+        event.bus_id = _bus(rule_text(message, "pci_ref"))
         event.xid = _int(_token(message, "INT"))
         event.severity = _token(message, "SXID_SEVERITY")
         event.detail = (_token(message, "REST") or "").strip() or None
@@ -206,14 +206,6 @@ def _token(tree: Tree, name: str) -> str | None:
     for token in tree.scan_values(lambda v: isinstance(v, Token) and v.type == name):
         return str(token)
     return None
-
-
-def _first(tree: Tree, rule: str, index: int = 0) -> str | None:
-    """The text of the index-th token of the first `rule` subtree."""
-    node = next(tree.find_data(rule), None)
-    if node is None or len(node.children) <= index:
-        return None
-    return str(node.children[index])
 
 
 def _int(text: str | None) -> int | None:

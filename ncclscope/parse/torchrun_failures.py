@@ -9,7 +9,7 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from ncclscope.model import Evidence, ProcessExit
-from ncclscope.parse.grammars import parse_or_none
+from ncclscope.parse.grammars import parse_or_none, rule_text
 
 AGENT = "failed (exitcode:"
 ROOT = "Root Cause (first observed failure)"
@@ -127,8 +127,5 @@ def _fill(entry: ProcessExit, field: Tree) -> None:
 
 
 def _int(tree: Tree, rule: str) -> int | None:
-    node = next(tree.find_data(rule), None)
-    if node is None or not node.children:
-        return None
-    text = str(node.children[0]).strip()
-    return int(text) if text.lstrip("-").isdigit() else None
+    text = rule_text(tree, rule)
+    return int(text) if text and text.lstrip("-").isdigit() else None

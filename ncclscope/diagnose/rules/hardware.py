@@ -248,9 +248,7 @@ def _seconds(event: KernelEvent) -> float | None:
             return datetime.fromisoformat(event.at).timestamp()
         except ValueError:
             return None
-    if event.time and event.time.lstrip().startswith(("+", "-")):
-        return None  # dmesg's relative form: the time since the line before, summed by _span
-    return None
+    return None  # no time, or dmesg's relative form (the time since the line before), summed by _span
 
 
 def _span(events: list[KernelEvent]) -> float:

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ncclscope.case.topology import is_rdma_nic, link
-from ncclscope.common.versions import nccl_version
+from ncclscope.common.versions import release_tuple
 from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -246,8 +246,8 @@ def bus_brackets(case: Case) -> set[str]:
         if any(v and not v.isdigit() for v in (edge.from_dev, edge.to_dev)) and "CUMEM" not in edge.transport.upper()
     }
     for process in case.processes:
-        release = tuple(int(p) for p in (nccl_version(process.nccl_version) or "").split(".")[:3] if p.isdigit())
-        if len(release) == 3 and (2, 5, 0) <= release < (2, 18, 3):
+        release = release_tuple(process.nccl_version)
+        if release is not None and len(release) == 3 and (2, 5, 0) <= release < (2, 18, 3):
             hosts.add(process.host)
     return hosts
 
