@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.expectations import platform_spec
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.env_knobs import KNOBS, knob_effects, truthy
@@ -265,7 +266,7 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
         hosts = sorted({h for s in settings for h in s.hosts})
         yield make_finding(
             "ENV001", "info",
-            f"{len(settings)} setting{'s' if len(settings) != 1 else ''} of {vendor.name}, set on purpose: {names}",
+            f"{plural(len(settings), 'setting')} of {vendor.name}, set on purpose: {names}",
             evidence=shown(s.evidence for s in settings), evidence_count=len(settings), hosts=hosts,
             fix="Nothing to do: keep the provider's settings unless its documentation says otherwise; compare with"
             f" its current profile after an image or plugin upgrade. Source: {vendor.source}.",

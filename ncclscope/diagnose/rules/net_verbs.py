@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ncclscope.common.data_files import data_json
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list
@@ -60,7 +61,7 @@ def qp_connect_failed(ctx: Context) -> Iterable[Finding]:
         yield make_finding(
             "NET009", "error",
             f"{first.call} failed with {errno}{where}{pair} on {host_list(hosts) or 'a host'} "
-            f"({len(items)} line{'s' if len(items) != 1 else ''}){said}",
+            f"({plural(len(items), 'line')}){said}",
             evidence=shown(f.evidence for f in items), evidence_count=len(items), hosts=hosts,
             **({"fix": f"{entry['fix'][0].upper()}{entry['fix'][1:]}. Source: {entry['source']}."} if entry else {}),
         )  # fmt: skip
@@ -92,8 +93,8 @@ def memlock_limit(ctx: Context) -> Iterable[Finding]:
     hosts = sorted({f.host for f in items if f.host})
     yield make_finding(
         "NET010", "error",
-        f"{', '.join(calls)} failed with Cannot allocate memory on {host_list(hosts) or 'a host'} ({len(items)} "
-        f"line{'s' if len(items) != 1 else ''}): {entry['cause']}",
+        f"{', '.join(calls)} failed with Cannot allocate memory on {host_list(hosts) or 'a host'} "
+        f"({plural(len(items), 'line')}): {entry['cause']}",
         evidence=shown(f.evidence for f in items), evidence_count=len(items), hosts=hosts,
     )  # fmt: skip
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ncclscope.common.data_files import data_json
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Finding, InitTiming
@@ -61,7 +62,7 @@ def slow_init(ctx: Context) -> Iterable[Finding]:
             lines.append(boot[0].evidence)
         yield make_finding(
             "RUN012", "warning",
-            f"init took {worst.total:.2f} s on rank {worst.rank} ({len(items)} rank{'s' if len(items) != 1 else ''} "
+            f"init took {worst.total:.2f} s on rank {worst.rank} ({plural(len(items), 'rank')} "
             f"slow), {seconds:.2f} s of it in {phase} ({known['what']}){detail}: {known['causes']}",
             evidence=shown(lines), evidence_count=len(lines), hosts=hosts, ranks=ranks,
             fix=f"{known['fix'][:1].upper()}{known['fix'][1:]}." if known["fix"] else None,

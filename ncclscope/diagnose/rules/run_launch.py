@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list
@@ -56,8 +57,8 @@ def launch_mismatch(ctx: Context) -> Iterable[Finding]:
                     " were started as the same rank")  # fmt: skip
     yield make_finding(
         "RUN010", "error",
-        f"the bootstrap root on {host_list(hosts) or 'a host'} refused a process ({len(items)} "
-        f"line{'s' if len(items) != 1 else ''}): " + "; ".join(said or ["the processes disagree on the job"]),
+        f"the bootstrap root on {host_list(hosts) or 'a host'} refused a process "
+        f"({plural(len(items), 'line')}): " + "; ".join(said or ["the processes disagree on the job"]),
         evidence=shown(m.evidence for m in items), evidence_count=len(items), hosts=hosts,
     )  # fmt: skip
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list
@@ -61,7 +62,7 @@ def nccl_memory(ctx: Context) -> Iterable[Finding]:
     hosts = sorted({o[0] for o in ooms if o[0]})
     yield make_finding(
         "RUN007", "error",
-        f"NCCL ran out of GPU memory on {host_list(hosts) or 'a host'} ({len(ooms)} "
-        f"line{'s' if len(ooms) != 1 else ''}), and NCCL's own memory is a likely part of it: " + "; ".join(why),
+        f"NCCL ran out of GPU memory on {host_list(hosts) or 'a host'} "
+        f"({plural(len(ooms), 'line')}), and NCCL's own memory is a likely part of it: " + "; ".join(why),
         evidence=shown(o[2] for o in ooms), evidence_count=len(ooms), hosts=hosts,
     )  # fmt: skip
