@@ -78,6 +78,7 @@ class Assembly:
         case.smi_gpus.extend(parsed.smi_gpus)
         case.nvlink_gpus.extend(parsed.nvlink_gpus)
         case.p2p_matrices.extend(parsed.p2p_matrices)
+        case.inspector.extend(parsed.inspector)
         if parsed.log.coll_calls:
             builder.coll_calls.append((parsed.source.path, parsed.log.coll_calls))
         builder.command_line_settings.extend(parsed.settings)

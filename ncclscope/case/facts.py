@@ -20,6 +20,7 @@ from ncclscope.model import (
     GdrReport,
     IbCompletionError,
     InitTiming,
+    InspectorSetup,
     InterfaceUse,
     LaunchMismatch,
     P2pReport,
@@ -458,6 +459,25 @@ def _sysfs(e: Event, path: str) -> Iterator[Fact]:
         yield "sysfs_unreadable", lambda: SysfsUnreadable(path=str(sysfs), evidence=evidence_of(e, path), **_origin(e))
 
 
+def _inspector(e: Event, path: str) -> Iterator[Fact]:
+    """NCCL Inspector's own INFO lines: whether its dump thread runs, how often, where and in which format."""
+    f = e.fields
+    writes = e.family == "inspector_dumping"
+    fmt = _text(f.get("dump_format"))
+    interval = f.get("dump_interval")  # {"interval_us": N}, or a flag for continuous dumping
+    yield (
+        "inspector_setups",
+        lambda: InspectorSetup(
+            writes=writes,
+            interval_us=as_int(interval.get("interval_us")) if isinstance(interval, dict) else None,
+            directory=_text(f.get("dump_dir")),
+            output_format=fmt,
+            evidence=evidence_of(e, path),
+            **_origin(e),
+        ),
+    )
+
+
 FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "bootstrap": _interfaces,
     "net_ib": lambda e, p: _gdr(e, p) if "gdr" in e.fields else _net_ib(e, p),
@@ -484,6 +504,8 @@ FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "cuda_failure": _cuda,
     "cuda_failure_ignored": _cuda,
     "topo_detection": _sysfs,
+    "inspector_dumping": _inspector,
+    "inspector_no_dump": _inspector,
 }
 
 

@@ -49,6 +49,7 @@ def unjudged_need(case: Case, platform: Platform, judgement: BandwidthJudgement)
 
 def _judge(facts: RunFacts, case: Case, platform: Platform) -> BandwidthJudgement:
     run = facts.run
+    assert run is not None  # a benchmark's facts (the job's own collectives are BW007's)
     collective = facts.collective or "unknown collective"
     base: dict[str, Any] = {
         "source": run.source,
@@ -204,7 +205,7 @@ def _multi_host_notes(facts: RunFacts) -> list[str]:
 
 
 def _where(facts: RunFacts) -> str:
-    model = facts.spec.key if facts.spec else "CPU processes" if cpu_run(facts.run) else "unknown GPUs"
+    model = facts.spec.key if facts.spec else "CPU processes" if facts.run and cpu_run(facts.run) else "unknown GPUs"
     hosts = facts.hosts
     if facts.nranks and hosts and hosts > 1 and facts.gpus_per_host:
         return f"{hosts} hosts x {facts.gpus_per_host} {model} ({facts.nranks} ranks)"

@@ -64,9 +64,9 @@ class Unjudged:
 
 @dataclass
 class RunFacts:
-    """One run as the judgement sees it."""
+    """One run as the judgement sees it (run None: the job's own collectives, NCCL Inspector's)."""
 
-    run: BenchmarkRun
+    run: BenchmarkRun | None
     collective: str | None
     nranks: int | None
     hosts: int | None
@@ -82,8 +82,8 @@ def _from_entry(e: BusbwEntry | PcieEntry, label: str) -> Expectation:
     return Expectation(low, high, e.algorithm, e.source, label)
 
 
-def _nccl_version(case: Case, run: BenchmarkRun) -> tuple[int, int] | None:
-    code = run.nccl_library
+def _nccl_version(case: Case, run: BenchmarkRun | None) -> tuple[int, int] | None:
+    code = run.nccl_library if run is not None else None
     if code:
         # NCCL_VERSION_CODE is X*10000+Y*100+Z from 2.9, X*1000+Y*100+Z before
         major, rest = (code // 10000, code % 10000) if code >= 20900 else (code // 1000, code % 1000)
@@ -95,7 +95,7 @@ def _nccl_version(case: Case, run: BenchmarkRun) -> tuple[int, int] | None:
     return None
 
 
-def nvls_blocker(case: Case, run: BenchmarkRun) -> str | None:
+def nvls_blocker(case: Case, run: BenchmarkRun | None) -> str | None:
     """Why NCCL would not use NVLS for all_reduce here, or None when nothing in the inputs says so."""
     for e in case.env:
         if e.name == "NCCL_NVLS_ENABLE" and e.value.strip() == "0":

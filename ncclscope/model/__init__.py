@@ -70,6 +70,12 @@ from ncclscope.model.host_reports import (  # noqa: F401
     XmlNvLink,
     XmlPciDevice,
 )
+from ncclscope.model.inspector import (  # noqa: F401
+    InspectorOp,
+    InspectorReport,
+    InspectorSeries,
+    InspectorSetup,
+)
 from ncclscope.model.log import (  # noqa: F401
     CommRank,
     Communicator,

@@ -25,6 +25,7 @@ SourceKind = Literal[
     "p2p_matrix",
     "kernel_log",
     "lspci",
+    "inspector",
 ]
 
 

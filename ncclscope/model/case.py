@@ -27,6 +27,7 @@ from ncclscope.model.host_reports import (
     PciDevice,
     SmiGpu,
 )
+from ncclscope.model.inspector import InspectorReport, InspectorSetup
 from ncclscope.model.log import (
     Communicator,
     Connection,
@@ -149,6 +150,12 @@ class Case(Record):
         default_factory=new_list, description="`nvidia-smi topo -p2p`: P2P allowed or not, per GPU pair."
     )
     coll_calls: list[CollCalls] = Field(default_factory=new_list, description="COLL lines per rank and communicator.")
+    inspector: list[InspectorReport] = Field(
+        default_factory=new_list, description="NCCL Inspector output: the job's own collectives, timed per rank."
+    )
+    inspector_setups: list[InspectorSetup] = Field(
+        default_factory=new_list, description="How each process's Inspector plugin writes (from its INFO lines)."
+    )
     progress: list[GroupProgress] = Field(
         default_factory=new_list, description="Who reached which collective, per group and kind of evidence (hangs)."
     )

@@ -11,9 +11,10 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ncclscope.common.words import plural
 from ncclscope.inputs import interrupts
 from ncclscope.inputs.opening import InputFile, ReadStats, iter_blocks, open_binary, read_head
 from ncclscope.model import (
@@ -24,6 +25,7 @@ from ncclscope.model import (
     FrameworkEvent,
     FrTraceReport,
     IbDevice,
+    InspectorReport,
     KernelEvent,
     NcclGraphDump,
     NcclTopologyDump,
@@ -37,7 +39,7 @@ from ncclscope.model import (
     TopologyMatrix,
     UnrecognizedLine,
 )
-from ncclscope.parse import flight_recorder, nccl_xml, ras, rewrap, sniff
+from ncclscope.parse import flight_recorder, inspector, nccl_xml, ras, rewrap, sniff
 from ncclscope.parse.framework_log import quote_last_errors
 from ncclscope.parse.junk import JunkSkipper
 from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, Event, LogResult
@@ -73,6 +75,7 @@ class ParsedInput:
     smi_gpus: list[SmiGpu] = field(default_factory=list)
     nvlink_gpus: list[NvlinkGpu] = field(default_factory=list)
     p2p_matrices: list[P2pMatrix] = field(default_factory=list)
+    inspector: list[InspectorReport] = field(default_factory=list)
 
 
 # Records that NCCL prints in runs (one per channel, device, node, HCA ...): a paste that stops on one
@@ -145,9 +148,14 @@ def parse_input(
 
 
 def _parse_text_document(item: InputFile, source: Source, head: bytes) -> ParsedInput | None:
-    """A whole-document text input (ncclras JSON, NCCL's XML, nccl-tests JSON), or None for a line input."""
+    """A whole-document text input (ncclras JSON, Inspector output, NCCL's XML, nccl-tests JSON), or None for a line
+    input."""
     if sniff.ras_json(head):
         return _parse_ras_json(item, source)
+    if sniff.inspector_json(head):
+        return _parse_inspector(item, source, "json")
+    if sniff.inspector_prometheus(head):
+        return _parse_inspector(item, source, "prometheus")
     xml_form = sniff.nccl_xml(head)
     if xml_form is not None:
         return _parse_nccl_xml(item, source, xml_form)
@@ -389,6 +397,34 @@ def _parse_ras_json(item: InputFile, source: Source) -> ParsedInput:
         return _unusable(source, f"RAS JSON not read: {exc}")
     source.kinds.append("ras_status")
     return ParsedInput(source, ras_reports=[report])
+
+
+def _parse_inspector(item: InputFile, source: Source, form: str) -> ParsedInput:
+    """NCCL Inspector's JSON records or Prometheus text (parse/inspector.py), read line by line: a long job's
+    records run to gigabytes, and only their summary is kept."""
+    stats = ReadStats()
+
+    def lines() -> Iterator[tuple[int, str]]:
+        for block, first in iter_blocks(item, stats):
+            for offset, raw in enumerate(block.split(b"\n")):
+                yield first + offset, raw.decode("utf-8", "replace")
+
+    read = inspector.read_json_lines if form == "json" else inspector.read_prometheus
+    report = read(lines(), item.display)
+    source.lines, source.bytes = stats.lines, stats.bytes
+    source.problems.extend(stats.problems)
+    for line_no, size in stats.overlong_lines:
+        source.problems.append(f"line {line_no} is {size} bytes long: not read")
+    if report.not_understood:
+        first = report.not_understood_first
+        where = f" (the first at line {first.line})" if first else ""
+        source.problems.append(
+            f"{plural(report.not_understood, 'line')} not understood as Inspector {form} records{where}"
+        )
+    if not report.records:
+        return _unusable(source, f"no NCCL Inspector {form} record could be read")
+    source.kinds.append("inspector")
+    return ParsedInput(source, inspector=[report])
 
 
 def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInput | None:

@@ -1,5 +1,6 @@
 """What a whole-document input is, from its first bytes: a Flight Recorder dump, `ncclras -f json`,
-NCCL's XML, nccl-tests -J JSON; anything else is read line by line.
+NCCL's XML, nccl-tests -J JSON, NCCL Inspector's JSON records or Prometheus text; anything else is read line by
+line.
 
 Apart from the readers of those documents (and their models) because the split of a large log into
 byte ranges asks too, before its workers are forked: what they do not need is loaded after (parse/workers.py).
@@ -51,3 +52,29 @@ def nccl_tests_json(head: str) -> bool:
         return True
     # version, start_time and args come first; a long env list may push the rest out of the head
     return '"start_time"' in head and '"args"' in head and '"version"' in head
+
+
+_PROM_SAMPLE = re.compile(
+    rb"^nccl_(?:bus_bandwidth_gbs|collective_exec_time_microseconds|p2p_bus_bandwidth_gbs|p2p_exec_time_microseconds)"
+    rb"[{\s]",
+    re.MULTILINE,
+)
+
+
+def inspector_json(head: bytes) -> bool:
+    """NCCL Inspector's JSON records (one object per operation, usually one per line)."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return (
+        text.startswith(b"{")
+        and b'"inspector_output_format_version"' in head
+        and (b'"coll_perf"' in head or b'"p2p_perf"' in head)
+    )
+
+
+def inspector_prometheus(head: bytes) -> bool:
+    """NCCL Inspector's Prometheus text: its first line that is not a comment is one of the plugin's metrics."""
+    for line in head.lstrip(b"\xef\xbb\xbf").splitlines():
+        body = line.strip()
+        if body and not body.startswith(b"#"):
+            return _PROM_SAMPLE.match(body) is not None
+    return False
