@@ -1,6 +1,6 @@
 """Issue 44: NCCL Inspector output (JSON records, Prometheus text) read into the Case, and what the job's own
-collectives say: BW007 (their bandwidth), BW008 (a rank the others wait for), RUN014 (an Inspector that writes
-nothing). The real files come from our H200 run (fixtures/device/h200_inspector); the rule cases are ours, written
+collectives say: BW001/BW002 (their bandwidth), HANG003 (a rank the others wait for), EVD001 (an Inspector that writes
+nothing), and `ncclscope run --inspector`. The real files come from our H200 run (fixtures/device/h200_inspector); the rule cases are ours, written
 from the record layout (fixtures/inspector)."""
 
 from __future__ import annotations
@@ -73,10 +73,20 @@ def test_the_verbose_trace_gives_each_call_its_kernel_start() -> None:
 def test_the_prometheus_file_is_read_by_its_grammar() -> None:
     case = analysis_of(f"{H200}/prom").case
     (report,) = case.inspector
-    assert (report.format, report.format_version, report.records, report.not_understood) == ("prometheus", "v5.1", 74, 0)
+    assert (report.format, report.format_version, report.records, report.not_understood) == (
+        "prometheus",
+        "v5.1",
+        74,
+        0,
+    )
     ops = {(op.kind, op.name, op.size_range): op for op in report.ops}
     allreduce = ops[("collective", "AllReduce", "16-17MB")]
-    assert (allreduce.size_bytes, allreduce.algo_proto, allreduce.gpu, allreduce.nranks) == (16 << 20, "RING_SIMPLE", "GPU0", 2)
+    assert (allreduce.size_bytes, allreduce.algo_proto, allreduce.gpu, allreduce.nranks) == (
+        16 << 20,
+        "RING_SIMPLE",
+        "GPU0",
+        2,
+    )
     assert allreduce.exec_time_us is not None and allreduce.busbw_gbs > 0
     assert ("p2p", "Recv", "16-17MB") in ops
 
@@ -93,9 +103,7 @@ def test_damaged_and_spread_records_are_counted_not_dropped(tmp_path: Path) -> N
     spread = json.dumps(record, indent=2)  # as the plugin's README prints them
     no_time = json.loads(json.dumps(record))
     del no_time["coll_perf"]["coll_exec_time_us"]
-    text = "\n".join(
-        [json.dumps(record), spread, "not json at all", json.dumps(no_time), json.dumps(record)[:150]]
-    )
+    text = "\n".join([json.dumps(record), spread, "not json at all", json.dumps(no_time), json.dumps(record)[:150]])
     path = tmp_path / "host-pid1.log"
     path.write_text(text + "\n")
     data = analyzed_json(path)
@@ -103,7 +111,9 @@ def test_damaged_and_spread_records_are_counted_not_dropped(tmp_path: Path) -> N
     assert (report["records"], report["not_understood"]) == (2, 3)
     assert report["not_understood_first"]["line"] == 2 + spread.count("\n") + 1
     (source,) = data["case"]["sources"]
-    assert source["problems"] == [f"3 lines not understood as Inspector json records (the first at line {2 + spread.count(chr(10)) + 1})"]
+    assert source["problems"] == [
+        f"3 lines not understood as Inspector json records (the first at line {2 + spread.count(chr(10)) + 1})"
+    ]
 
 
 def test_a_prometheus_file_with_comments_and_other_metrics(tmp_path: Path) -> None:
@@ -137,8 +147,9 @@ def test_a_file_with_no_record_is_unusable_with_a_reason(tmp_path: Path) -> None
 
 # ------------------------------------------------------------------------------------------ rules
 def test_a_rank_the_others_wait_for_is_named() -> None:
-    found = only_finding("BW008", STRAGGLER)
+    found = only_finding("HANG003", STRAGGLER)
     assert found.severity == "warning" and found.ranks == [3] and found.hosts == ["trn-a01", "trn-a02"]
+    assert found.fix.startswith("Look at rank 3 and its host")
     assert found.message.startswith(
         "rank 3 (trn-a02, pid 38807) is the last to reach the AllReduce calls of communicator 0x5e1f03c2a9d4b7: at 54"
         " of 60 calls timed on every rank (90%) its kernel was the shortest"
@@ -146,43 +157,86 @@ def test_a_rank_the_others_wait_for_is_named() -> None:
 
 
 def test_no_straggler_when_the_last_rank_changes_from_call_to_call() -> None:
-    assert findings_of("BW008", NO_STRAGGLER) == []
+    assert findings_of("HANG003", NO_STRAGGLER) == []
 
 
 def test_our_two_ranks_on_one_gpu_are_no_stragglers() -> None:
     # json: the shorter kernel alternates (55%); verbose: rank 1 starts last at 82% of the calls, but both kernels
     # run equally long (the processes take turns on the GPU), so nobody waited
-    assert findings_of("BW008", MIXED_ON_ONE_GPU) == []
-    assert findings_of("BW008", f"{H200}/verbose") == []
+    assert findings_of("HANG003", MIXED_ON_ONE_GPU) == []
+    assert findings_of("HANG003", f"{H200}/verbose") == []
 
 
 def test_a_slow_job_allreduce_is_judged_against_its_nics() -> None:
-    found = only_finding("BW007", JOB_LOG, "fixtures/inspector/slow_allreduce_16ranks")
-    assert found.severity == "warning"
-    assert "the job's own AllReduce (communicator 0xda3cbce04c2ca8cc, 16 ranks on 2 nodes) reaches 20 GB/s" in found.message
+    found = only_finding("BW001", JOB_LOG, "fixtures/inspector/slow_allreduce_16ranks")
+    assert found.severity == "warning" and found.fix.startswith("Run nccl-tests (or `ncclscope run`) on the same hosts")
+    assert (
+        "the job's own AllReduce (communicator 0xda3cbce04c2ca8cc, 16 ranks on 2 nodes) reaches 20 GB/s"
+        in found.message
+    )
     assert "at 4 GiB" in found.message and "21% of the 96 GB/s expected" in found.message
     assert "compare with nccl-tests on the same hosts" in found.message
 
 
 def test_a_healthy_job_allreduce_says_nothing() -> None:
-    assert findings_of("BW007", JOB_LOG, "fixtures/inspector/healthy_allreduce_16ranks") == []
+    assert findings_of("BW001", JOB_LOG, "fixtures/inspector/healthy_allreduce_16ranks") == []
+    # 1 GiB and more: judged, so not said to be too small
+    assert findings_of("BW002", JOB_LOG, "fixtures/inspector/healthy_allreduce_16ranks") == []
 
 
 def test_small_job_collectives_are_said_to_be_unjudgeable_once() -> None:
-    found = only_finding("BW007", MIXED_ON_ONE_GPU)
+    # the benchmark's own tables (torch_bench.stdout.txt) have a BW002 each; the job's collectives one together
+    (found,) = [f for f in findings_of("BW002", MIXED_ON_ONE_GPU) if "Inspector" in f.message]
     assert found.severity == "info"
     assert found.message.startswith(
-        "NCCL Inspector timed the job's own collectives, all under 128 MiB, where no collective reaches its peak:"
+        "NCCL Inspector timed the job's own collectives, all under 1 GiB, where no collective reaches its peak:"
         " AllReduce up to 16 MiB"
     )
+    assert findings_of("BW001", MIXED_ON_ONE_GPU) == []
 
 
 def test_an_inspector_that_writes_nothing_is_said() -> None:
-    found = only_finding("RUN014", "fixtures/device/h200_run_nccl_tests_inspector_off")
-    assert found.severity == "info" and found.evidence_count == 3
-    assert "NCCL Inspector is loaded in 3 processes on vm but its dump thread is off" in found.message
-    assert "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS" in found.fix
+    found = only_finding("EVD001", "fixtures/device/h200_run_nccl_tests_inspector_off")
+    assert found.evidence_count == 3 and {e.line for e in found.evidence} == {332}
+    assert "NCCL Inspector is loaded in 3 processes on vm but writes nothing: its dump thread is off" in found.message
+    assert "`ncclscope run --inspector PLUGIN`" in found.message
 
 
 def test_an_inspector_that_writes_says_nothing_of_it() -> None:
-    assert findings_of("RUN014", MIXED_ON_ONE_GPU) == []
+    assert all("Inspector" not in f.message for f in findings_of("EVD001", MIXED_ON_ONE_GPU))
+
+
+# ------------------------------------------------------------------------------------- the runner
+def test_run_inspector_sets_the_plugin_and_writes_into_the_run(tmp_path: Path) -> None:
+    plugin = tmp_path / "libnccl-profiler-inspector.so"
+    plugin.write_bytes(b"\x7fELF")
+    result = run_cli("run", "--backend", "torch", "--dry-run", "-o", str(tmp_path / "run"), "--inspector", str(plugin))
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    for line in (
+        f"NCCL_PROFILER_PLUGIN={plugin}",
+        "NCCL_INSPECTOR_ENABLE=1",
+        f"NCCL_INSPECTOR_DUMP_DIR={tmp_path / 'run' / 'inspector'}",
+        "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=10000",
+        "NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING,PROFILE",
+    ):
+        assert line in out, line
+
+
+def test_run_inspector_that_is_not_there_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("run", "--backend", "torch", "--dry-run", "--inspector", str(tmp_path / "none.so"))
+    assert result.returncode == 2
+    assert result.stderr.decode().startswith(f"ncclscope: --inspector {tmp_path / 'none.so'}: no such file")
+
+
+def test_the_run_directory_lists_the_inspector_files_as_inputs(tmp_path: Path) -> None:
+    from ncclscope.model import RunRecord
+    from ncclscope.runner.rundir import evidence_inputs
+
+    (tmp_path / "inspector").mkdir()
+    (tmp_path / "inspector" / "vm-pid7.log").write_text("{}\n")
+    (tmp_path / "inspector" / "empty-pid8.log").write_text("")
+    record = RunRecord.model_validate(
+        {"format": "ncclscope-run", "version": 1, "ncclscope_version": "0", "started": "x", "backend": "torch"}
+    )
+    assert evidence_inputs(tmp_path, record) == ["inspector/vm-pid7.log"]

@@ -104,6 +104,15 @@ def run(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the environment and the command lines; run nothing.")
     ] = False,
+    inspector: Annotated[
+        Path | None,
+        typer.Option(
+            "--inspector",
+            help="NCCL Inspector's plugin (libnccl-profiler-inspector.so, NCCL 2.28+): time every collective of the"
+            " run into RUN_DIR/inspector/ (BW007, BW008).",
+            show_default=False,
+        ),
+    ] = None,
     pairs: Annotated[
         str | None,
         typer.Option(
@@ -153,6 +162,10 @@ def run(
     except (planning.PlanError, BackendError) as exc:
         err.print(f"ncclscope: {exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
+    if inspector is not None and not inspector.is_file():
+        err.print(f"ncclscope: --inspector {inspector}: no such file (the plugin's .so, built from NCCL's"
+                  " plugins/profiler/inspector)", markup=False)  # fmt: skip
+        raise typer.Exit(EXIT_USAGE)
     run_dir = out or default_run_dir()
     if pairs is not None:
         try:
@@ -161,10 +174,11 @@ def run(
             err.print(f"ncclscope: {exc}", markup=False)
             raise typer.Exit(EXIT_USAGE) from None
         code = _run_pairs(
-            run_dir, pair_list, layout, chosen, names, sweep, gpus, dry_run, timeout, on_gpus, keep_going, err
-        )
+            run_dir, pair_list, layout, chosen, names, sweep, gpus, dry_run, timeout, on_gpus, keep_going, err,
+            inspector,
+        )  # fmt: skip
         raise typer.Exit(code)
-    env = debug_environment(run_dir, os.environ, hosts=layout.host_count)
+    env = debug_environment(run_dir, os.environ, hosts=layout.host_count, inspector=inspector)
     steps = planning.plan_steps(
         names, chosen.binaries, sweep, layout, env.names, "nccl" if gpus else "gloo", sys.executable
     )
@@ -231,7 +245,7 @@ def _layout(launcher: LauncherChoice, per_host: int, hosts: str | None) -> "Layo
 
 
 def _run_pairs(  # type: ignore[no-untyped-def]
-    root: Path, pair_list, layout, chosen, names, sweep, gpus, dry_run, timeout, on_gpus, keep_going, err
+    root: Path, pair_list, layout, chosen, names, sweep, gpus, dry_run, timeout, on_gpus, keep_going, err, inspector
 ) -> int:
     """One run per host pair (its own run directory, root/<a>__<b>), then `ncclscope fleet` over them."""
     from ncclscope.runner import plan as planning
@@ -242,7 +256,7 @@ def _run_pairs(  # type: ignore[no-untyped-def]
     for a, b in pair_list:
         pair_layout = planning.Layout(layout.launcher, layout.ranks_per_host, [a, b])
         run_dir = root / f"{a.name}__{b.name}"
-        env = debug_environment(run_dir, os.environ, hosts=2)
+        env = debug_environment(run_dir, os.environ, hosts=2, inspector=inspector)
         steps = planning.plan_steps(
             names, chosen.binaries, sweep, pair_layout, env.names, "nccl" if gpus else "gloo", sys.executable
         )

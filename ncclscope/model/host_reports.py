@@ -241,6 +241,9 @@ class KernelEvent(Record):
     detail: str | None = Field(None, description="The text after the code, or the AER error type.")
     driver_version: str | None = None
     evidence: Evidence
+    closing: Evidence | None = Field(
+        None, description="The last line of a report printed over several lines (`fallen off the bus and ...`)."
+    )
 
 
 class PciDevice(Record):

@@ -78,6 +78,7 @@ class KernelLogReader:
         if kind == "fallen_off_bus" and _token(message, "BUS_ID") is None and self._open is not None:
             opened, self._open = self._open, None
             opened.detail = "fallen off the bus"
+            opened.closing = event.evidence  # the opener names the GPU, this line what happened to it
             self.events.append(opened)
             return True
         self._age_open()

@@ -35,6 +35,11 @@ _HOST_DUMP_SCRIPT = (
     'NCCL_GRAPH_DUMP_FILE_RANK="$r"; fi; fi; exec "$@"'
 )
 RECORDED_PREFIXES = ("NCCL_", "CUDA_", "FI_", "UCX_")
+INSPECTOR_DIR = "inspector"  # NCCL_INSPECTOR_DUMP_DIR of a run with --inspector: one JSON file per process
+# The plugin writes only from its dump thread, which does not start at the default interval (-1) and writes what
+# completed since its last pass: every 10 ms loses at most the job's last 10 ms (plugins/profiler/inspector
+# inspector.cc; RUN014)
+INSPECTOR_INTERVAL_US = "10000"
 
 
 @dataclass(frozen=True)
@@ -81,15 +86,27 @@ def host_dump_command(argv: list[str]) -> list[str]:
     return ["sh", "-c", _HOST_DUMP_SCRIPT, "ncclscope-host-dumps", *argv]
 
 
-def debug_environment(run_dir: Path, user_env: Mapping[str, str], hosts: int = 1) -> RunEnvironment:
+def debug_environment(
+    run_dir: Path, user_env: Mapping[str, str], hosts: int = 1, inspector: Path | None = None
+) -> RunEnvironment:
+    """The variables of a run; with `inspector` (the plugin's .so), NCCL Inspector times every collective into
+    the run directory's inspector/ (JSON: the Prometheus file is removed when the job ends) and PROFILE lines say
+    how it was set up."""
     wanted = {
         "NCCL_DEBUG": "INFO",
-        "NCCL_DEBUG_SUBSYS": "INIT,ENV,GRAPH,NET,TUNING",
+        "NCCL_DEBUG_SUBSYS": "INIT,ENV,GRAPH,NET,TUNING" + (",PROFILE" if inspector else ""),
         "NCCL_DEBUG_TIMESTAMP_LEVELS": "WARN,INFO",
         "NCCL_DEBUG_FILE": str(run_dir.resolve() / DEBUG_FILE_PATTERN),
         "NCCL_TOPO_DUMP_FILE": str(run_dir.resolve() / TOPO_DUMP_NAME),
         "NCCL_GRAPH_DUMP_FILE": str(run_dir.resolve() / GRAPH_DUMP_NAME),
     }
+    if inspector is not None:
+        wanted |= {
+            "NCCL_PROFILER_PLUGIN": str(inspector.resolve()),
+            "NCCL_INSPECTOR_ENABLE": "1",
+            "NCCL_INSPECTOR_DUMP_DIR": str(run_dir.resolve() / INSPECTOR_DIR),
+            "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS": INSPECTOR_INTERVAL_US,
+        }
     if hosts > 1 and not any(name in user_env for name in DUMP_VARIABLES):  # the user's own dump files stay theirs
         wanted[HOST_DUMPS_FLAG] = "1"
     return RunEnvironment(wanted, {name: user_env[name] for name in wanted if name in user_env})

@@ -8,6 +8,7 @@
     nccl-graph.xml             NCCL_GRAPH_DUMP_FILE (the channels NCCL chose; rank 0)
     nccl-topo.<host>.xml       on several hosts: each host's own dumps, from its local rank 0
     nccl-graph.<host>.xml
+    inspector/<host>-pid<pid>.log  with --inspector: NCCL Inspector's records of every collective, per process
     env.txt                    NCCL_*, CUDA_*, FI_*, UCX_* as the collectives saw them
     topo.txt, nvidia-smi-q.txt, nvlink.txt, p2p.txt, ibstat.txt
                                the machine's own reports (inputs/host_reports.py), where its tools exist
@@ -26,7 +27,13 @@ from ncclscope.common.output_files import replacing
 from ncclscope.inputs.host_reports import HOST_REPORTS
 from ncclscope.inputs.opening import RUN_MANIFEST
 from ncclscope.model import RunRecord
-from ncclscope.runner.environment import DEBUG_FILE_GLOB, GRAPH_DUMP_NAME, HOST_DUMP_GLOBS, TOPO_DUMP_NAME
+from ncclscope.runner.environment import (
+    DEBUG_FILE_GLOB,
+    GRAPH_DUMP_NAME,
+    HOST_DUMP_GLOBS,
+    INSPECTOR_DIR,
+    TOPO_DUMP_NAME,
+)
 
 EVIDENCE_CAPTURES = tuple(report.file for report in HOST_REPORTS)  # the parsers read them; env.txt is for people
 
@@ -64,6 +71,10 @@ def evidence_inputs(run_dir: Path, record: RunRecord) -> list[str]:
     names += [c.file for c in record.captures if c.file and (c.file in EVIDENCE_CAPTURES or c.host)]
     names += [TOPO_DUMP_NAME, GRAPH_DUMP_NAME]  # what NCCL detected and chose (parse/nccl_xml.py), when written
     names += sorted(p.name for pattern in HOST_DUMP_GLOBS for p in run_dir.glob(pattern) if p.is_file())
+    inspector = run_dir / INSPECTOR_DIR
+    names += (
+        sorted(f"{INSPECTOR_DIR}/{p.name}" for p in inspector.glob("*") if p.is_file()) if inspector.is_dir() else []
+    )
     return [name for name in names if _holds_something(run_dir / name)]
 
 

@@ -22,6 +22,7 @@ from ncclscope.diagnose.rules.bench_common import (
     run_of,
 )
 from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.job_collectives import job_low_busbw, job_sizes_too_small
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.run_expectation import run_facts
 from ncclscope.model import BandwidthJudgement, BenchmarkRow, BenchmarkRun, Evidence, Finding
@@ -105,7 +106,7 @@ def _far_gpu_pairs(ctx: Context) -> str:
 
 
 # -------------------------------------------------------------------------------------- BW001
-@rule("BW001", "low-busbw", severity="error", needs=["nccl_tests"])
+@rule("BW001", "low-busbw", severity="error", needs=["bandwidth"])
 def low_busbw(ctx: Context) -> Iterable[Finding]:
     """Peak busbw (at the largest size of a run, never the "Avg bus bandwidth" line) is below 80% of
     what the detected platform reaches for that collective, GPU count and likely algorithm (NVLS for
@@ -116,7 +117,10 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
     the GPU or the figures are unknown, only what no platform explains is said (a warning): a peak under
     half of what one 100G RDMA NIC carries at 128 MiB and more, or a time per call that stays at
     milliseconds from 1 MiB to 256 MiB and beyond; otherwise EVD001 says what the inputs would need.
-    Tables measured between CPU processes (the built-in benchmark on gloo) are not judged.
+    Tables measured between CPU processes (the built-in benchmark on gloo) are not judged. The job's own
+    collectives, as NCCL Inspector timed them, are judged the same way at their largest size from 128 MiB on (the
+    best rank's median: the rank the others waited for), as a warning below 50% at most, since compute shares the
+    GPU inside a job.
 
     Why: busbw is the figure that should sit near the hardware's unidirectional link rate: ~370 GB/s
     ring or ~480 GB/s NVLS on 8x H100, ~24 GB/s per HDR NIC across hosts. A run far below it means
@@ -164,6 +168,7 @@ def low_busbw(ctx: Context) -> Iterable[Finding]:
             yield verdict
         else:
             _cannot_compare(ctx, j, run)
+    yield from job_low_busbw(ctx)
 
 
 def _below_any_fabric(j: BandwidthJudgement, run: BenchmarkRun) -> Finding | None:
@@ -259,9 +264,10 @@ def _low_finding(ctx: Context, j: BandwidthJudgement, run: BenchmarkRun, severit
 
 
 # -------------------------------------------------------------------------------------- BW002
-@rule("BW002", "sizes-too-small", severity="info", needs=["nccl_tests"])
+@rule("BW002", "sizes-too-small", severity="info", needs=["bandwidth"])
 def sizes_too_small(ctx: Context) -> Iterable[Finding]:
-    """The largest size of an nccl-tests run is under 1 GiB, so its peak bandwidth cannot be judged.
+    """The largest size of an nccl-tests run is under 1 GiB, so its peak bandwidth cannot be judged; the same,
+    once, when every collective of a job that NCCL Inspector timed is under 1 GiB.
 
     Why: busbw grows with the message size and only reaches the hardware's plateau at 1-8 GiB; at
     256 MiB a healthy 8x H100 is still below peak ("256M is too small to reach peak bandwidth").
@@ -294,6 +300,7 @@ def sizes_too_small(ctx: Context) -> Iterable[Finding]:
             evidence=row_evidence(run, rows[:1]) + run_evidence(run),
             hosts=run_hosts(run),
         )
+    yield from job_sizes_too_small(ctx)
 
 
 # -------------------------------------------------------------------------------------- BW006

@@ -13,7 +13,6 @@ from ncclscope.diagnose.rules import (  # noqa: F401  (imported for their @rule 
     hang,
     hardware,
     host_versions,
-    job_collectives,
     net,
     net_errors,
     net_interfaces,

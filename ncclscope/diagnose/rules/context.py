@@ -38,6 +38,7 @@ NEEDS: dict[str, str] = {
     "tuning": "TUNING lines: NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING",
     "topology": "a topology matrix: the output of `nvidia-smi topo -m` on each host",
     "nccl_tests": "a benchmark: nccl-tests output (all_reduce_perf -b 8 -e 8G -f 2) or `ncclscope run`",
+    "bandwidth": "a benchmark: nccl-tests output (all_reduce_perf -b 8 -e 8G -f 2) or `ncclscope run`",
     "version": "the NCCL version line: NCCL_DEBUG=INFO (NCCL 2.22+ prints it on every rank)",
     "init": "communicator init lines (Init START/COMPLETE): NCCL_DEBUG=INFO",
     "platform": "what the hardware is: nccl-tests device lines or `nvidia-smi topo -m` with the log",
@@ -116,6 +117,8 @@ class Context:
             "nvlinks": lambda: bool(case.nvlink_gpus) or any(d.gpus for d in case.topology_dumps),
             "ib_ports": lambda: bool(case.ib_devices) or any(d.nets for d in case.topology_dumps),
             "nccl_tests": lambda: bool(case.benchmarks),
+            # a benchmark, or NCCL Inspector's records of the job's own collectives
+            "bandwidth": lambda: bool(case.benchmarks or case.inspector),
             "version": lambda: bool(case.nccl_versions),
             "init": lambda: bool(case.communicators),
             "platform": lambda: self.platform.key is not None,

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from ncclscope.diagnose import releases
 from ncclscope.diagnose.platform import cpu_run
 from ncclscope.diagnose.rules.context import NEEDS, Context, shown
+from ncclscope.diagnose.rules.job_collectives import inspector_writes_nothing
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Finding
 
@@ -17,6 +18,7 @@ SAME_INPUT = {
     "nvlinks": "host_links",
     "host_versions": "host_links",
     "host_views": "host_links",
+    "bandwidth": "nccl_tests",
 }
 # Without any NCCL log, the log rules have nothing to look at; say so once, plainly.
 ORDER = [
@@ -93,6 +95,9 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
                 f"{source.path} is incomplete ({'; '.join(cut)}): the findings judge the lines it holds, not those"
                 " left out"
             )
+    silent = inspector_writes_nothing(ctx)
+    if silent is not None:
+        partial.append(silent[0])
     if not lacks and not partial:
         return
     # one finding per analysis: what is missing, grouped by what to add, and what was judged in part
@@ -103,7 +108,7 @@ def missing_evidence(ctx: Context) -> Iterable[Finding]:
     fixes = [f"{what}: {how}" for what, _, how in lacks if how]
     if any(source.truncated for source in ctx.case.sources):
         fixes.append("the whole log (NCCL_DEBUG_FILE=nccl.%h.%p.log writes one file per process)")
-    evidence = [ev for item in ctx.not_judged for ev in item.evidence]
+    evidence = [ev for item in ctx.not_judged for ev in item.evidence] + (silent[1] if silent else [])
     extra: dict[str, object] = {"fix": "Add " + "; ".join(fixes) + "."} if fixes else {}
     yield make_finding("EVD001", "info", message, evidence=shown(evidence), evidence_count=len(evidence), **extra)
 

@@ -23,6 +23,7 @@ from ncclscope.case.hang_progress import (
     position,
 )
 from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.job_collectives import job_stragglers
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import rank_text
 from ncclscope.model import Evidence, Finding, FlightRecorderEntry, GroupProgress, RankProgress, Severity
@@ -343,7 +344,9 @@ def collective_mismatch(ctx: Context) -> Iterable[Finding]:
 def ranks_behind(ctx: Context) -> Iterable[Finding]:
     """Ranks of one group have reached different operation counts or sequence numbers, without
     one clear missing rank: stragglers (a slow host, a rank stuck in other work), or a snapshot of
-    a running job (an ncclras query, a cut log). Names the slowest ranks and hosts.
+    a running job (an ncclras query, a cut log). Names the slowest ranks and hosts. In a job that runs, NCCL
+    Inspector's records show the straggler itself: the rank whose kernel is the shortest (or starts last) at most
+    calls while the others' kernels run longer, waiting for it.
 
     Why: NCCL collectives run at the pace of the slowest rank. RAS notes that counts can differ
     briefly on a healthy job, because collectives outrun its query; counts that stay the same
@@ -354,7 +357,8 @@ def ranks_behind(ctx: Context) -> Iterable[Finding]:
     their processes are doing. If they move, look for load imbalance on those hosts.
 
     Sources: NCCL docs troubleshooting/ras.rst (MISMATCH of operation counts); NCCL src/enqueue.cc
-    (opCount); PyTorch ProcessGroupNCCL (last enqueued / completed work)
+    (opCount); PyTorch ProcessGroupNCCL (last enqueued / completed work); NCCL plugins/profiler/inspector
+    README.md (kernel_gpu timing, event_trace_ts kernel start per channel)
     """
     cut = _cut_sources(ctx)
     for progress in ctx.case.progress:
@@ -384,6 +388,7 @@ def ranks_behind(ctx: Context) -> Iterable[Finding]:
             ranks=[r.rank for r in behind], hosts=hosts,
         )  # fmt: skip
     yield from _ras_behind(ctx)
+    yield from job_stragglers(ctx)
 
 
 def _ras_behind(ctx: Context) -> Iterable[Finding]:

@@ -128,7 +128,7 @@ def _faults(ctx: Context, device: _Device) -> Iterable[_Fault]:
             if all(e.caused_by == code for e in events):
                 said += ", named by the Xid 45 that followed it"
             parts.append(said)
-            lines.extend(e.evidence for e in events)
+            lines.extend(line for e in events for line in (e.evidence, e.closing) if line is not None)
         first = min((events[0] for events in device.faults.values()), key=_order)
         when = _when(first)
         recovery = f"; the driver then says: {device.recovery[0].detail}" if device.recovery else ""

@@ -1,5 +1,6 @@
-"""The job's own collectives, as NCCL Inspector timed them: BW007 (their bus bandwidth against what the platform
-should reach), BW008 (one rank that the others wait for at every call) and RUN014 (an Inspector that writes nothing).
+"""The job's own collectives, as NCCL Inspector timed them: their bus bandwidth against what the platform should reach
+(BW001, and BW002 when all are too small to judge), one rank that the others wait for at every call (HANG003), and an
+Inspector that writes nothing (EVD001). The rules of those codes call these.
 
 Inspector's time is the kernel's, from its start on the GPU to its end. A kernel that starts early spins until the
 last rank's data arrives, so the ranks of one call end together and differ in when they started: the rank whose
@@ -16,9 +17,9 @@ from collections.abc import Iterable
 from ncclscope.common.words import exact_size, plural
 from ncclscope.diagnose.expectations import judging, spec_by_key
 from ncclscope.diagnose.rules.context import Context, shown
-from ncclscope.diagnose.rules.registry import make_finding, rule
+from ncclscope.diagnose.rules.registry import make_finding
 from ncclscope.diagnose.run_expectation import RunFacts, expectation_of, num
-from ncclscope.model import Finding, InspectorOp, InspectorSeries
+from ncclscope.model import Evidence, Finding, InspectorOp, InspectorSeries
 
 # Inspector's collective names and nccl-tests' (the reference figures are nccl-tests busbw, per collective)
 COLLECTIVES = {
@@ -47,58 +48,53 @@ def _comm_words(op: InspectorOp) -> str:
     return f"{name}, {size}{nodes}" if name else f"{size}{nodes}"
 
 
-# -------------------------------------------------------------------------------------- BW007
-@rule("BW007", "job-busbw", severity="warning")
-def job_busbw(ctx: Context) -> Iterable[Finding]:
-    """The job's own collectives, as NCCL Inspector measured them, against what the platform should reach: at the
-    largest message size of each collective and communicator, the best rank's median busbw (the rank the others
-    waited for, whose kernel time is the transfer's). A warning below 50% of the expected figure from 1 GiB on
-    (below 50% between 128 MiB and 1 GiB, as BW001 counts them); info when the job's messages are all smaller than
-    128 MiB, where no collective reaches its peak, so the job cannot be judged on bandwidth.
-
-    Why: nccl-tests measures the fabric alone; the Inspector measures what the job got. A job's collectives share
-    the GPU with its compute (fewer SMs, memory bandwidth taken), so they may fall short of the benchmark without a
-    fault: hence a warning at most, and the advice to measure the same hosts with nccl-tests.
-
-    Fix: Run nccl-tests (or `ncclscope run`) on the same hosts at 1-8 GiB: if it reaches the figure, the job's
-    collectives are slowed by what runs beside them (compute overlap, NCCL_NCHANNELS/CTA limits, small buckets);
-    if not, read the transport and topology findings. Larger gradient buckets (DDP bucket_cap_mb, FSDP) let the
-    job's collectives reach the fabric's bandwidth.
-
-    Sources: NCCL plugins/profiler/inspector/README.md (busbw per collective, as nccl-tests counts it);
-    sjeaugey nccl-tests#212 (peak needs large sizes); data/expected_busbw.json (every figure with its source)
-    """
-    limits = judging()
+# ------------------------------------------------------------------------------------- BW001, BW002
+def _largest(ctx: Context) -> list[tuple[InspectorOp, list[InspectorOp], int]]:
+    """Per communicator and collective: the best rank's op at the largest size, all ranks' ops there, the size."""
     groups: dict[tuple[object, ...], list[InspectorOp]] = defaultdict(list)
     for report in ctx.case.inspector:
         for op in report.ops:
             if op.kind == "collective" and op.name in COLLECTIVES and (op.nranks or 0) > 1 and op.size_bytes:
                 groups[_job_key(op) + (op.name,)].append(op)
-    small: list[tuple[InspectorOp, int]] = []
+    out = []
     for ops in groups.values():
         size = max(op.size_bytes or 0 for op in ops)
         largest = [op for op in ops if op.size_bytes == size]
-        best = max(largest, key=lambda op: op.busbw_gbs)
-        if size < limits.provisional_min_bytes:
-            small.append((best, size))
-            continue
-        finding = _judged(ctx, best, largest, size)
-        if finding is not None:
-            yield finding
-    if small:
-        parts = [
-            f"{op.name} up to {exact_size(size)} ({num(op.busbw_gbs)} GB/s busbw, {_comm_words(op)})"
-            for op, size in sorted(small, key=lambda item: (-item[1], item[0].name))
-        ]
-        yield make_finding(
-            "BW007", "info",
-            f"NCCL Inspector timed the job's own collectives, all under {exact_size(limits.provisional_min_bytes)}, "
-            f"where no collective reaches its peak: {'; '.join(parts[:6])}"
-            f"{f' and {len(parts) - 6} more' if len(parts) > 6 else ''}. Their bandwidth says nothing of the "
-            "fabric: nccl-tests at 1-8 GiB does",
-            evidence=shown(op.evidence for op, _ in small), evidence_count=len(small),
-            hosts=sorted({op.host for op, _ in small if op.host}),
-        )  # fmt: skip
+        out.append((max(largest, key=lambda op: op.busbw_gbs), largest, size))
+    return out
+
+
+def job_low_busbw(ctx: Context) -> Iterable[Finding]:
+    """BW001 for the job's own collectives (NCCL Inspector): at the largest size of each collective and
+    communicator from 128 MiB on, the best rank's median busbw (the rank the others waited for, whose kernel time is
+    the transfer's) below half of what the platform should reach. A warning at most: inside a job compute shares the
+    GPU (fewer SMs, memory bandwidth taken), so its collectives may fall short of the benchmark without a fault."""
+    for best, largest, size in _largest(ctx):
+        if size >= judging().provisional_min_bytes:
+            finding = _judged(ctx, best, largest, size)
+            if finding is not None:
+                yield finding
+
+
+def job_sizes_too_small(ctx: Context) -> Iterable[Finding]:
+    """BW002 for the job's own collectives: every one under 1 GiB, so none is judged as peak bandwidth."""
+    limit = judging().judge_min_bytes
+    found = _largest(ctx)
+    if not found or any(size >= limit for _, _, size in found):
+        return
+    parts = [
+        f"{op.name} up to {exact_size(size)} ({num(op.busbw_gbs)} GB/s busbw, {_comm_words(op)})"
+        for op, _, size in sorted(found, key=lambda item: (-item[2], item[0].name))
+    ]
+    more = f" and {len(parts) - 6} more" if len(parts) > 6 else ""
+    yield make_finding(
+        "BW002", "info",
+        f"NCCL Inspector timed the job's own collectives, all under {exact_size(limit)}, where no collective reaches "
+        f"its peak: {'; '.join(parts[:6])}{more}; their busbw cannot be judged as the fabric's (nccl-tests at 1-8 GiB"
+        " on the same hosts can)",
+        evidence=shown(op.evidence for op, _, _ in found), evidence_count=len(found),
+        hosts=sorted({op.host for op, _, _ in found if op.host}),
+    )  # fmt: skip
 
 
 def _judged(ctx: Context, best: InspectorOp, largest: list[InspectorOp], size: int) -> Finding | None:
@@ -118,37 +114,28 @@ def _judged(ctx: Context, best: InspectorOp, largest: list[InspectorOp], size: i
         return None
     ranks = plural(len(largest), "rank")
     return make_finding(
-        "BW007", "warning",
+        "BW001", "warning",
         f"the job's own {best.name} ({_comm_words(best)}) reaches {num(best.busbw_gbs)} GB/s busbw at "
         f"{exact_size(size)} on its best rank (median of {plural(best.count, 'call')}; {ranks} timed by NCCL "
         f"Inspector), {ratio:.0%} of the {num(expectation.busbw)} GB/s expected ({expectation.label}); inside a job "
         "compute shares the GPU, so compare with nccl-tests on the same hosts",
+        fix="Run nccl-tests (or `ncclscope run`) on the same hosts at 1-8 GiB: if it reaches the figure, the job's"
+        " collectives are slowed by what runs beside them (compute overlap, NCCL_NCHANNELS or CTA limits); if not,"
+        " read the transport, GPUDirect and topology findings. Larger gradient buckets (DDP bucket_cap_mb) let a"
+        " job's collectives reach the fabric's bandwidth.",
         evidence=shown(op.evidence for op in largest), evidence_count=len(largest),
         hosts=sorted({op.host for op in largest if op.host}),
     )  # fmt: skip
 
 
-# -------------------------------------------------------------------------------------- BW008
-@rule("BW008", "straggler-rank", severity="warning")
-def straggler_rank(ctx: Context) -> Iterable[Finding]:
-    """One rank is the last to reach the job's collectives: over the calls that NCCL Inspector timed on every
-    rank of a communicator (20 or more), that rank's kernel started last (verbose trace) or ran shortest at 80% of
-    them or more, and the other ranks' kernels ran longer than its own, waiting for it, by a median of 25% of the
-    call's time and at least 100 us.
-
-    Why: A collective ends when its last rank arrives: every other rank's kernel spins until then, so one slow
-    rank sets the pace of the whole job. The slowness is outside NCCL (the data loader, a CPU core shared with
+# ------------------------------------------------------------------------------------------ HANG003
+def job_stragglers(ctx: Context) -> Iterable[Finding]:
+    """HANG003 from NCCL Inspector: one rank is the last to reach the job's collectives. Over the calls timed on
+    every rank of a communicator (20 or more), that rank's kernel started last (verbose trace) or ran shortest at
+    80% of them or more, and the other ranks' kernels ran longer than its own, waiting for it, by a median of 25% of
+    the call's time and at least 100 us. The slowness is outside NCCL (the data loader, a CPU core shared with
     another process, a throttled or faulty GPU, more work on that rank), and the waiting ranks look slow instead:
-    their kernels are the long ones.
-
-    Fix: Look at that rank and its host: CPU binding and load (`top`, the data-loader workers), GPU clocks and
-    throttling (`nvidia-smi -q -d PERFORMANCE,CLOCK`), Xid errors in its kernel log, and whether its share of the
-    work (batch, sequence lengths, pipeline stage) is larger; compare its step time with the others'.
-
-    Sources: NCCL plugins/profiler/inspector/README.md (kernel_gpu timing, event_trace_ts kernel start per
-    channel); NVIDIA NCCL docs, troubleshooting (a collective waits for every rank); ROCm cvs cluster-mon
-    (straggler from per-rank Inspector records)
-    """
+    their kernels are the long ones."""
     by_comm: dict[tuple[str, str], dict[int, InspectorSeries]] = defaultdict(dict)
     for report in ctx.case.inspector:
         for series in report.series:
@@ -199,42 +186,35 @@ def _straggler(comm: str, name: str, ranks: dict[int, InspectorSeries]) -> Findi
     how = "its kernel started last" if by_start else "its kernel was the shortest (the others spun waiting for it)"
     others = [s for r, s in sorted(ranks.items()) if r != rank]
     return make_finding(
-        "BW008", "warning",
+        "HANG003", "warning",
         f"rank {rank}{where} is the last to reach the {name} calls of communicator {comm}{whose}: at {count} of "
         f"{plural(len(common), 'call')} timed on every rank ({share:.0%}) {how}; the other ranks waited a median "
-        f"{num(wait)} us of a {num(call)} us call",
+        f"{num(wait)} us of a {num(call)} us call (NCCL Inspector)",
+        fix=f"Look at rank {rank} and its host: CPU binding and load (`top`, the data-loader workers), GPU clocks and"
+        " throttling (`nvidia-smi -q -d PERFORMANCE,CLOCK`), Xid errors in its kernel log, and whether its share of"
+        " the work (batch, sequence lengths, pipeline stage) is larger; compare its step time with the others'.",
         evidence=shown([late_series.evidence, *(s.evidence for s in others)]), evidence_count=len(ranks),
         hosts=sorted({s.host for s in ranks.values() if s.host}), ranks=[rank],
     )  # fmt: skip
 
 
-# -------------------------------------------------------------------------------------- RUN014
-@rule("RUN014", "inspector-no-output", severity="info")
-def inspector_no_output(ctx: Context) -> Iterable[Finding]:
-    """NCCL Inspector is loaded but its dump thread did not start (NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS
-    left at its default, -1): the plugin times the collectives and writes none of it.
-
-    Why: The plugin's README says that -1 writes the records at the end of the job; its code starts no dump thread
-    for a negative interval, and nothing is written then or later (seen on an H200 run of ours with NCCL 2.28.9 and
-    the plugin of NCCL 2.30.7). A person who enabled the Inspector to see the job's collectives gets no files.
-
-    Fix: Set NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS to a positive interval (1000000 writes once a second;
-    with NCCL_INSPECTOR_PROM_DUMP=1 the plugin raises it to 30000000) and NCCL_INSPECTOR_DUMP_DIR to a directory
-    every rank can write; `ncclscope run --inspector PLUGIN` sets both.
-
-    Sources: NCCL plugins/profiler/inspector/inspector.cc (inspectorStartDumpThread: no thread for interval < 0)
-    and README.md; ncclscope's H200 run (fixtures/device/h200_run_nccl_tests_inspector_off)
-    """
+# ------------------------------------------------------------------------------------------ EVD001
+def inspector_writes_nothing(ctx: Context) -> tuple[str, list[Evidence]] | None:
+    """NCCL Inspector loaded with its dump thread off (NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS left at its
+    default, -1): the plugin's README says -1 writes at the end of the job; its code (inspector.cc
+    inspectorStartDumpThread) starts no thread for a negative interval and nothing is ever written (seen on our H200
+    run: fixtures/device/h200_run_nccl_tests_inspector_off). What EVD001 says, and its lines."""
     silent = [s for s in ctx.case.inspector_setups if not s.writes]
-    if not silent:
-        return
+    if not silent or ctx.case.inspector:
+        return None
     hosts = sorted({s.host for s in silent if s.host})
     processes = len({(s.host, s.pid) for s in silent})
-    yield make_finding(
-        "RUN014", "info",
-        f"NCCL Inspector is loaded in {processes} process{'es' if processes != 1 else ''}"
-        f"{' on ' + ', '.join(hosts[:4]) if hosts else ''}{' ...' if len(hosts) > 4 else ''} but its dump thread "
-        "is off (NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS at its default, -1): it writes no records, at the "
-        "end of the job either",
-        evidence=shown(s.evidence for s in silent), evidence_count=len(silent), hosts=hosts,
-    )  # fmt: skip
+    where = f" on {', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}" if hosts else ""
+    what = (
+        f"NCCL Inspector is loaded in {processes} process{'es' if processes != 1 else ''}{where} but writes nothing:"
+        " its dump thread is off (NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS at its default, -1, starts none,"
+        " and nothing is written at the end either), so the job's own collectives cannot be judged (BW001, HANG003);"
+        " set it to a positive interval (10000: every 10 ms) with NCCL_INSPECTOR_DUMP_DIR, or run `ncclscope run"
+        " --inspector PLUGIN`"
+    )
+    return what, [s.evidence for s in silent]
