@@ -1,7 +1,7 @@
 """Issue 44: NCCL Inspector output (JSON records, Prometheus text) read into the Case, and what the job's own
-collectives say: BW001/BW002 (their bandwidth), HANG003 (a rank the others wait for), EVD001 (an Inspector that writes
-nothing), and `ncclscope run --inspector`. The real files come from our H200 run (fixtures/device/h200_inspector); the rule cases are ours, written
-from the record layout (fixtures/inspector)."""
+collectives say: BW001/BW002 (their bandwidth), HANG003 (a rank the others wait for), EVD001 (an Inspector that
+writes nothing), and `ncclscope run --inspector`. The real files come from our H200 run
+(fixtures/device/h200_inspector); the rule cases are ours, written from the record layout (fixtures/inspector)."""
 
 from __future__ import annotations
 
@@ -169,7 +169,8 @@ def test_our_two_ranks_on_one_gpu_are_no_stragglers() -> None:
 
 def test_a_slow_job_allreduce_is_judged_against_its_nics() -> None:
     found = only_finding("BW001", JOB_LOG, "fixtures/inspector/slow_allreduce_16ranks")
-    assert found.severity == "warning" and found.fix.startswith("Run nccl-tests (or `ncclscope run`) on the same hosts")
+    assert found.severity == "warning"
+    assert found.fix.startswith("Run nccl-tests (or `ncclscope run`) on the same hosts")
     assert (
         "the job's own AllReduce (communicator 0xda3cbce04c2ca8cc, 16 ranks on 2 nodes) reaches 20 GB/s"
         in found.message

@@ -72,7 +72,8 @@ def test_the_three_line_fallen_off_message_and_the_gsp_banner_are_one_event_each
     fallen = [e for e in events_of(*lines) if e["kind"] == "fallen_off_bus"]
     assert fallen == [
         {"kind": "fallen_off_bus", "time": "5120.512044", "uptime": 5120.512044, "bus_id": "0000:16:00.0",
-         "detail": "fallen off the bus"}
+         "detail": "fallen off the bus",
+         "closing": {"source": "x", "line": 5, "text": "NVRM: fallen off the bus and is not responding to commands."}}
     ]  # fmt: skip
     gsp = events_of(
         "[ 88.1] NVRM: _kgspLogXid119: ********** GSP Timeout **********",
