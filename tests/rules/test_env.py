@@ -215,3 +215,26 @@ def test_cli_json_carries_env_findings() -> None:
     assert ("ENV001", "warning") in codes
     env002 = [f for f in data["findings"] if f["code"] == "ENV002"]
     assert all(f["evidence"] and f["evidence"][0]["source"].endswith("three_hosts_extra_env.log") for f in env002)
+
+
+# NCCL_HOSTID names a machine: one value per host is its purpose, two on one host split it
+def test_two_host_ids_on_one_machine_split_it_into_two_nodes() -> None:
+    # our H200 run: two processes on one GPU given their own NCCL_HOSTID, which NCCL then connects over NET/Socket
+    (found,) = [f for f in findings_of("ENV002", "fixtures/device/h200_inspector/json") if "NCCL_HOSTID" in f.message]
+    assert found.severity == "warning" and found.hosts == ["vm"]
+    assert found.message.startswith(
+        "NCCL_HOSTID has 2 values on vm (h200-fake-host-0, h200-fake-host-1): NCCL takes its processes for 2 separate"
+        " nodes"
+    )
+    assert all("NCCL_HOSTID" not in f.message for f in findings_of("ENV001", "fixtures/device/h200_inspector/json"))
+
+
+def test_one_host_id_per_machine_is_its_purpose(tmp_path: Path) -> None:
+    log = tmp_path / "two_hosts.log"
+    log.write_text(
+        "node-a:101:101 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+        "node-a:101:101 [0] NCCL INFO NCCL_HOSTID set by environment to rack1-slot3\n"
+        "node-b:202:202 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+        "node-b:202:202 [0] NCCL INFO NCCL_HOSTID set by environment to rack1-slot4\n"
+    )
+    assert [f.message for f in analyze(read_case([str(log)], jobs=1).case).findings if "HOSTID" in f.message] == []

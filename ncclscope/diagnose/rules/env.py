@@ -229,6 +229,8 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
     for s in ctx.case.env:
         if not s.name.startswith("NCCL_") or s.name in LOGGING or ours.get(s.name) == s.value:
             continue
+        if (known := KNOBS.get(s.name)) is not None and known.kind == "identity":
+            continue  # a machine's name, set per host on purpose (ENV002 says when one host has two)
         vendor = profile_of(ctx.case, s)
         if vendor is not None:  # the provider's own settings: one finding per profile, below
             vendors.setdefault(vendor.key, (vendor, []))[1].append(s)
@@ -312,6 +314,36 @@ def _host_groups(ctx: Context) -> list[tuple[list[str], dict[str, int]]]:
     return [(hosts, dict(counts))] if hosts else []
 
 
+HOST_ID = "NCCL_HOSTID"  # meant to differ between machines: only several values on one host are a problem
+
+
+def _split_hosts(settings: list[EnvSetting]) -> Iterable[Finding]:
+    """NCCL_HOSTID with several values on one host: NCCL takes its processes for separate nodes, so they talk over
+    the network (NET/IB or NET/Socket) instead of NVLink, PCIe P2P or shared memory (NCCL src/misc/utils.cc
+    getHostHash: NCCL_HOSTID replaces the host's identity). Different values on different hosts are its purpose."""
+    by_host: dict[str, set[str]] = defaultdict(set)
+    for s in settings:
+        for host in s.hosts:
+            by_host[host].add(s.value)
+    for host, values in sorted(by_host.items()):
+        if len(values) < 2:
+            continue
+        mine = [s for s in settings if host in s.hosts]
+        yield make_finding(
+            "ENV002", "warning",
+            f"{HOST_ID} has {len(values)} values on {host} ({', '.join(sorted(values))}): NCCL takes its processes"
+            f" for {len(values)} separate nodes, so they talk over the network instead of NVLink, PCIe or shared"
+            " memory",
+            evidence=shown(s.evidence for s in mine), evidence_count=sum(max(s.processes, 1) for s in mine),
+            hosts=[host],
+            explanation="NCCL groups ranks into nodes by their host identity and connects the ranks of one node over"
+            " NVLink, PCIe P2P or shared memory, and nodes over the network. Processes of one machine given different"
+            " identities are connected as if they were on different machines: through the NIC or TCP sockets, many"
+            " times slower (and not at all where the machine has no NIC NCCL can use).",
+            fix=f"Give every process of a machine the same {HOST_ID} (or leave it unset): one value per machine.",
+        )  # fmt: skip
+
+
 @rule("ENV002", "env-inconsistent", severity="warning", needs=["settings"])
 def env_inconsistent(ctx: Context) -> Iterable[Finding]:
     """NCCL_* settings differ between the hosts or processes of one job: a variable is set on some
@@ -347,6 +379,9 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
         for name in sorted(by_name):
             settings = [s for s in by_name[name] if host_set & set(s.hosts) or (not s.hosts and len(hosts) <= 1)]
             if not settings:
+                continue
+            if name == HOST_ID:
+                yield from _split_hosts(settings)
                 continue
             with_var = sorted({h for s in settings for h in s.hosts if h in host_set})
             missing = [h for h in hosts if h not in with_var]

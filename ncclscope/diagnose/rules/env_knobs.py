@@ -19,8 +19,9 @@ def _is(*values: str) -> Callable[[str], bool]:
 class Knob:
     """How ENV001 judges one variable.
 
-    kind: "debug" (listed under "Debugging" in env.rst: warning) or "tuning" (system configuration
-    or a documented tuning knob: info). `off(value)` says whether the value switches a transport or
+    kind: "debug" (listed under "Debugging" in env.rst: warning), "tuning" (system configuration
+    or a documented tuning knob: info) or "identity" (names the machine, one value per host: not an override,
+    ENV002 judges it). `off(value)` says whether the value switches a transport or
     feature off; `feature` names what must be present for that to be an error (see FEATURES).
     A value equal to `default` is reported as info whatever the kind. `effects` are the codes of the
     findings a non-default value can cause (the engine links them as one story only then); a knob
@@ -160,6 +161,11 @@ KNOBS: dict[str, Knob] = {
     "NCCL_COMM_BLOCKING": Knob("debug", "controls blocking communicator calls"),
     # --- documented system configuration and tuning knobs (info)
     "NCCL_SOCKET_IFNAME": Knob("tuning", "selects the IP interfaces", effects=("NET003", "NET006", "RUN001")),
+    "NCCL_HOSTID": Knob(
+        "identity",
+        "names the node a process is on (NCCL groups ranks into nodes by it instead of the host's own identity)",
+        note="one value per machine: pods of one machine may share it to use NVLink/shared memory between them",
+    ),
     "NCCL_SOCKET_FAMILY": Knob("tuning", "selects IPv4 or IPv6"),
     "NCCL_SOCKET_NTHREADS": Knob("tuning", "sets the socket helper threads"),
     "NCCL_NSOCKS_PERTHREAD": Knob("tuning", "sets the sockets per helper thread"),
