@@ -31,3 +31,29 @@ def has(case: Case, behaviour: str) -> bool | None:
 def says(behaviour: str) -> str:
     entry = behaviours()[behaviour]
     return f"{entry['says']} ({entry['source']})"
+
+
+def param_defaults(name: str) -> list[tuple[tuple[int, ...], str | None]]:
+    """The default of an NCCL_* parameter from each release where it changed (data/nccl_param_defaults.json, read
+    from NCCL's parameter definitions at every release tag); empty for a variable NCCL reads otherwise."""
+    changes = data_json("nccl_param_defaults.json")["variables"].get(name, [])
+    return [(since, c["default"]) for c in changes if (since := release_tuple(c["since"])) is not None]
+
+
+def param_default(name: str, release: tuple[int, ...]) -> str | None:
+    """The parameter's default in `release` (None: not a parameter of that release, or not known)."""
+    found = None
+    for since, default in param_defaults(name):
+        if release[: len(since)] >= since:
+            found = default
+    return found
+
+
+def default_span(name: str, value: str) -> tuple[tuple[int, ...], tuple[int, ...] | None] | None:
+    """(from, until) releases whose default was `value` (until None: still is), the latest such span."""
+    changes = param_defaults(name)
+    spans = None
+    for i, (since, default) in enumerate(changes):
+        if default == value:
+            spans = (since, changes[i + 1][0] if i + 1 < len(changes) else None)
+    return spans

@@ -238,3 +238,34 @@ def test_one_host_id_per_machine_is_its_purpose(tmp_path: Path) -> None:
         "node-b:202:202 [0] NCCL INFO NCCL_HOSTID set by environment to rack1-slot4\n"
     )
     assert [f.message for f in analyze(read_case([str(log)], jobs=1).case).findings if "HOSTID" in f.message] == []
+
+
+# defaults per release (data/nccl_param_defaults.json, from NCCL's parameter definitions at each release tag)
+def _settings_log(tmp_path: Path, version: str, *settings: str) -> str:
+    log = tmp_path / f"v{version}.log"
+    lines = [f"node-a:101:101 [0] NCCL INFO NCCL version {version}+cuda12.4"]
+    lines += [f"node-a:101:101 [0] NCCL INFO {s.replace('=', ' set by environment to ')}" for s in settings]
+    log.write_text("\n".join(lines) + "\n")
+    return str(log)
+
+
+def test_a_value_equal_to_the_logs_release_default_changes_nothing(tmp_path: Path) -> None:
+    (found,) = findings_of("ENV001", _settings_log(tmp_path, "2.28.9", "NCCL_IB_TIMEOUT=20"))
+    assert found.severity == "info"
+    assert found.message.startswith("NCCL_IB_TIMEOUT=20 on node-a (1 process): NCCL 2.28.9's default value")
+
+
+def test_a_value_kept_from_an_older_releases_default_says_so(tmp_path: Path) -> None:
+    (found,) = findings_of("ENV001", _settings_log(tmp_path, "2.28.9", "NCCL_IB_TIMEOUT=18"))
+    assert "(the default from NCCL 2.14 until NCCL 2.23; NCCL 2.28.9's is 20)" in found.message
+    # in 2.18, 18 was the default
+    (old,) = findings_of("ENV001", _settings_log(tmp_path, "2.18.3", "NCCL_IB_TIMEOUT=18"))
+    assert "NCCL 2.18.3's default value, so it changes nothing" in old.message
+
+
+def test_the_defaults_data_holds_each_change_with_its_release() -> None:
+    from ncclscope.diagnose.releases import param_default, param_defaults
+
+    assert [d for _, d in param_defaults("NCCL_IB_TIMEOUT")] == ["14", "18", "20"]
+    assert param_default("NCCL_NVLS_ENABLE", (2, 17, 1)) == "1" and param_default("NCCL_NVLS_ENABLE", (2, 18, 1)) == "2"
+    assert param_default("NCCL_P2P_LEVEL", (2, 28, 9)) is None  # read with ncclGetEnv, not a parameter

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 from ncclscope.common.words import plural
 from ncclscope.diagnose.expectations import platform_spec
+from ncclscope.diagnose.releases import case_release, default_span, param_default
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.env_knobs import KNOBS, knob_effects, truthy
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -151,15 +152,65 @@ def _where(setting: EnvSetting) -> str:
     return f"{hosts} ({n} process{'es' if n != 1 else ''})"
 
 
+def _release_words(release: tuple[int, ...], parts: int = 3) -> str:
+    """NCCL 2.28.9; with parts=2, NCCL 2.28 (the defaults' data sees a change at the first tag of a release)."""
+    return f"NCCL {'.'.join(map(str, release[:parts]))}"
+
+
+def _same_value(value: str, default: str) -> bool:
+    """A setting equal to a default: numbers as numbers (`020` is 20), other values as words."""
+    a, b = value.strip().lower(), default.strip().lower()
+    if a.lstrip("-").isdigit() and b.lstrip("-").isdigit():
+        return int(a) == int(b)
+    return a == b
+
+
+def default_of(ctx: Context, name: str) -> tuple[str | None, str]:
+    """(default, whose) of a variable: the log's NCCL release's (data/nccl_param_defaults.json) where the case has
+    one release and NCCL defines the variable as a parameter with a plain value, else the knob table's."""
+    release = case_release(ctx.case)
+    if release is not None:
+        default = param_default(name, release)
+        if default is not None and default.lstrip("-").isdigit():
+            return default, f"{_release_words(release)}'s default"
+    knob = KNOBS.get(name)
+    if knob is not None and knob.default is not None:
+        return knob.default, f"{name}'s default"
+    return None, ""
+
+
+def _pinned(ctx: Context, s: EnvSetting) -> str:
+    """' (NCCL 2.14's default until 2.23; NCCL 2.28's is 20)': a value kept from an older release's default."""
+    release = case_release(ctx.case)
+    if release is None or not s.value.strip().lstrip("-").isdigit():
+        return ""
+    now = param_default(s.name, release)
+    span = default_span(s.name, str(int(s.value.strip())))
+    if now is None or span is None or span[1] is None or release[: len(span[1])] < span[1]:
+        return ""
+    return (
+        f" (the default from {_release_words(span[0], 2)} until {_release_words(span[1], 2)};"
+        f" {_release_words(release)}'s is {now})"
+    )
+
+
 def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
     """(severity, message) for one setting."""
     knob = KNOBS.get(s.name)
     head = f"{s.name}={s.value} on {_where(s)}"
+    default, whose = default_of(ctx, s.name)
+    if default is not None and _same_value(s.value, default):
+        what = f" ({s.name} {knob.what})" if knob is not None else ""
+        return "info", f"{head}: {whose} value, so it changes nothing{what}"
+    head += _pinned(ctx, s)
     if knob is None:
+        if default is not None:
+            return "info", (
+                f"{head}: an NCCL parameter ({whose} is {default}) that ncclscope has no judgement of; check that it"
+                " is meant to be set"
+            )
         return "info", f"{head}: not among the knobs ncclscope knows; check that it is meant to be set"
     note = f" ({knob.note})" if knob.note else ""
-    if knob.default is not None and s.value.strip().lower() == knob.default.lower():
-        return "info", f"{head}: {s.name}'s default value, so it changes nothing ({s.name} {knob.what})"
     if knob.off is not None and knob.off(s.value):
         note = f" ({knob.off_note})" if knob.off_note else ""
         if knob.feature == "rdma" and ctx.single_host:
@@ -201,6 +252,10 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
     in the inputs (`mpirun -x NCCL_...=`, `srun --export=...`, `export NCCL_...=`); NCCL's logging
     variables (NCCL_DEBUG ...) are not overrides.
 
+    A value equal to the default of the log's NCCL release changes nothing (info); a value that was the default of
+    an older release says so, with this release's (data/nccl_param_defaults.json, read from NCCL's parameter
+    definitions at every release tag: NCCL_IB_TIMEOUT was 14, 18 from 2.14 and 20 from 2.23).
+
     One finding per variable and value, with the hosts and how many processes logged it. On a single
     host NCCL_IB_DISABLE=1 changes nothing (intra-node traffic does not use the network) and stays a
     warning. Values can also come from ~/.nccl.conf, /etc/nccl.conf or NCCL_CONF_FILE: NCCL loads
@@ -220,7 +275,7 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
     considerations"); NCCL src/misc/param.cc (loads /etc/nccl.conf and ~/.nccl.conf with setenv
     overwrite=0); NVIDIA/nccl#1008 and nccl-tests#294 (settings from /etc/nccl.conf); NVIDIA/nccl#526
     (cloud images set NCCL_TOPO_FILE on purpose); nccl-tests#373 (NCCL_P2P_LEVEL=LOC); NVIDIA/nccl#2428
-    (NCCL_IGNORE_NET_MISMATCH)
+    (NCCL_IGNORE_NET_MISMATCH); data/nccl_param_defaults.json (NVIDIA/nccl release tags: NCCL_PARAM definitions)
     """
     # what `ncclscope run` set itself (dump files, debug output) is the evidence being collected, not a setting
     # of the job; a user's own value of the same variable (env_user) is still judged
@@ -387,10 +442,9 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
             missing = [h for h in hosts if h not in with_var]
             values = sorted({s.value for s in settings})
             severity: Severity = "warning"
-            knob = KNOBS.get(name)
-            if len(values) == 1 and knob is not None and knob.default is not None:
-                if values[0].strip().lower() == knob.default.lower():
-                    continue  # set to its default on some hosts: they behave as the hosts where it is unset
+            default, _ = default_of(ctx, name)
+            if len(values) == 1 and default is not None and _same_value(values[0], default):
+                continue  # set to its default on some hosts: they behave as the hosts where it is unset
             evidence = shown(s.evidence for s in settings)
             n_lines = sum(max(s.processes, 1) for s in settings)
             if len(values) > 1:
