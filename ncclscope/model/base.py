@@ -26,6 +26,7 @@ SourceKind = Literal[
     "kernel_log",
     "lspci",
     "inspector",
+    "param_dump",
 ]
 
 

@@ -35,8 +35,10 @@ class EnvSetting(Record):
 
     name: str
     value: str
-    origin: Literal["log", "command_line"] = Field(
-        "log", description="log: NCCL reported it; command_line: a launcher or shell line in the inputs sets it."
+    origin: Literal["log", "command_line", "param_dump"] = Field(
+        "log",
+        description="log: NCCL reported it; command_line: a launcher or shell line in the inputs sets it;"
+        " param_dump: NCCL 2.30's parameter registry dump lists it as set (not by its default).",
     )
     hosts: list[str] = Field(default_factory=new_list)
     processes: int = Field(0, description="How many processes reported it.")

@@ -223,6 +223,10 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
         for name, value, evidence in others.framework.settings
+    ] + [
+        EnvSetting(name=p.name, value=p.value or "", origin="param_dump", evidence=p.evidence)
+        for p in others.param_dump.params
+        if p.set_by != "Default"  # what the environment, a config file or an env plugin set
     ]
     _fill_source(source, stats, parsed, others)
     return parsed
@@ -273,6 +277,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("kernel_log")
     if parsed.pci_devices or parsed.acs_lines:
         source.kinds.append("lspci")
+    if others.param_dump.lines:
+        source.kinds.append("param_dump")
     if others.ibstat.devices:
         source.kinds.append("ibstat")
     if others.ibv_devinfo.devices:

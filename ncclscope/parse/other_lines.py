@@ -28,6 +28,7 @@ from ncclscope.parse.normalize import clean, prefix_rank, strip_launcher_prefix
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
 from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
 from ncclscope.parse.p2p_matrix import P2pMatrixReader
+from ncclscope.parse.param_dump import ParamDumpReader
 from ncclscope.parse.rocm_smi_topo import RocmSmiTopologyReader
 from ncclscope.parse.topo_matrix import TopologyReader
 from ncclscope.parse.torchrun_failures import TorchrunFailureReader
@@ -48,6 +49,7 @@ READERS: tuple[Any, ...] = (
     TorchrunFailureReader,
     LspciReader,
     ras.RasReader,
+    ParamDumpReader,
 )
 
 
@@ -69,9 +71,10 @@ class OtherLines:
         self.kernel = KernelLogReader(display)
         self.torchrun = TorchrunFailureReader(display)
         self.lspci = LspciReader(display)
+        self.param_dump = ParamDumpReader(display)
         self._host_readers = (
             self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.fr_trace, self.ras,
-            self.torchrun, self.lspci,
+            self.torchrun, self.lspci, self.param_dump,
         )  # fmt: skip
         self._readers = (
             self.kernel, self.rocm_topology, self.topology, self.tests, self.framework, *self._host_readers
@@ -142,6 +145,7 @@ class OtherLines:
             or self.kernel.lines
             or self.torchrun.lines
             or self.lspci.lines
+            or self.param_dump.lines
         )
 
     def _host_report(self, line_no: int, body: str) -> bool:

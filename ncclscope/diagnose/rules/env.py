@@ -147,6 +147,8 @@ FEATURES: dict[str, Callable[[Context, list[str]], str | None]] = {
 def _where(setting: EnvSetting) -> str:
     if setting.origin == "command_line":
         return f"the command line at {setting.evidence.source}:{setting.evidence.line}"
+    if setting.origin == "param_dump":
+        return f"NCCL's parameter dump at {setting.evidence.source}:{setting.evidence.line}"
     hosts = host_list(setting.hosts) or "unknown host"
     n = setting.processes
     return f"{hosts} ({n} process{'es' if n != 1 else ''})"
