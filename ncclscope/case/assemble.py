@@ -79,6 +79,7 @@ class Assembly:
         case.nvlink_gpus.extend(parsed.nvlink_gpus)
         case.p2p_matrices.extend(parsed.p2p_matrices)
         case.inspector.extend(parsed.inspector)
+        case.diag_reports.extend(parsed.diag_reports)
         if parsed.log.coll_calls:
             builder.coll_calls.append((parsed.source.path, parsed.log.coll_calls))
         builder.command_line_settings.extend(parsed.settings)

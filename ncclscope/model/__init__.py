@@ -82,6 +82,7 @@ from ncclscope.model.log import (  # noqa: F401
     Connection,
     ConnectionSummary,
     CudaError,
+    DiagReport,
     EnvSetting,
     ErrorTrace,
     FrameworkEvent,

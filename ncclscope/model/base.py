@@ -27,6 +27,7 @@ SourceKind = Literal[
     "lspci",
     "inspector",
     "param_dump",
+    "nccl_diag",
 ]
 
 

@@ -33,6 +33,7 @@ from ncclscope.model.log import (
     Connection,
     ConnectionSummary,
     CudaError,
+    DiagReport,
     EnvSetting,
     ErrorTrace,
     FrameworkEvent,
@@ -155,6 +156,9 @@ class Case(Record):
     )
     inspector_setups: list[InspectorSetup] = Field(
         default_factory=new_list, description="How each process's Inspector plugin writes (from its INFO lines)."
+    )
+    diag_reports: list[DiagReport] = Field(
+        default_factory=new_list, description="NCCL 2.31's diagnostics reports (`NCCL DIAG` lines)."
     )
     progress: list[GroupProgress] = Field(
         default_factory=new_list, description="Who reached which collective, per group and kind of evidence (hangs)."

@@ -428,3 +428,26 @@ class Connection(Record):
     )
     channels: int = Field(description="How many lines show this edge.")
     evidence: Evidence
+
+
+class DiagReport(Record):
+    """One report of NCCL 2.31's diagnostics (`<host>:<pid> NCCL DIAG [OK|INFO] ...`): its own P2P check of the GPU
+    pairs NCCL will use, its network bandwidth check between paired nodes, the RAS comparison of the ranks'
+    NCCL_* variables, or another report kept as text."""
+
+    kind: Literal["p2p", "net_bw", "env_consistent", "env_differs", "incomplete", "other"]
+    status: str = Field(description="OK, INFO ... as printed.")
+    host: str | None = None
+    pid: int | None = None
+    passed: int | None = Field(None, description="p2p: peer accesses verified; incomplete: ranks gathered.")
+    total: int | None = Field(None, description="p2p: peer accesses tried; incomplete and env: ranks.")
+    rank: int | None = None
+    node: str | None = None
+    nic_kind: str | None = Field(None, description="net_bw: same-nic or cross-nic.")
+    measured_gbits: float | None = None
+    median_gbits: float | None = None
+    comm: str | None = None
+    env_name: str | None = None
+    env_value: str | None = None
+    ranks: list[int] = Field(default_factory=new_list, description="env_differs: the ranks with that value.")
+    evidence: Evidence

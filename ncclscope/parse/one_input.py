@@ -19,6 +19,7 @@ from ncclscope.inputs import interrupts
 from ncclscope.inputs.opening import InputFile, ReadStats, iter_blocks, open_binary, read_head
 from ncclscope.model import (
     BenchmarkRun,
+    DiagReport,
     EnvSetting,
     Evidence,
     FlightRecorderDump,
@@ -76,6 +77,7 @@ class ParsedInput:
     nvlink_gpus: list[NvlinkGpu] = field(default_factory=list)
     p2p_matrices: list[P2pMatrix] = field(default_factory=list)
     inspector: list[InspectorReport] = field(default_factory=list)
+    diag_reports: list[DiagReport] = field(default_factory=list)
 
 
 # Records that NCCL prints in runs (one per channel, device, node, HCA ...): a paste that stops on one
@@ -219,6 +221,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines
     parsed.smi_gpus = others.smi_query.gpus
     parsed.nvlink_gpus = others.smi_nvlink.gpus
     parsed.p2p_matrices = others.p2p.matrices
+    parsed.diag_reports = others.diag.reports
     parsed.not_kept = dict(others.framework.not_kept)
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
@@ -279,6 +282,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("lspci")
     if others.param_dump.lines:
         source.kinds.append("param_dump")
+    if others.diag.reports:
+        source.kinds.append("nccl_diag")
     if others.ibstat.devices:
         source.kinds.append("ibstat")
     if others.ibv_devinfo.devices:

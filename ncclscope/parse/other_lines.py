@@ -23,6 +23,7 @@ from ncclscope.parse.ibv_devinfo import IbvDevinfoReader
 from ncclscope.parse.kernel_log import KernelLogReader
 from ncclscope.parse.line_hints import ELISIONS, other_hints
 from ncclscope.parse.lspci import LspciReader
+from ncclscope.parse.nccl_diag import DiagReader
 from ncclscope.parse.nccl_tests import NcclTestsReader
 from ncclscope.parse.normalize import clean, prefix_rank, strip_launcher_prefix
 from ncclscope.parse.nvidia_smi_nvlink import NvidiaSmiNvlinkReader
@@ -50,6 +51,7 @@ READERS: tuple[Any, ...] = (
     LspciReader,
     ras.RasReader,
     ParamDumpReader,
+    DiagReader,
 )
 
 
@@ -72,6 +74,7 @@ class OtherLines:
         self.torchrun = TorchrunFailureReader(display)
         self.lspci = LspciReader(display)
         self.param_dump = ParamDumpReader(display)
+        self.diag = DiagReader(display)
         self._host_readers = (
             self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.fr_trace, self.ras,
             self.torchrun, self.lspci, self.param_dump,
@@ -116,6 +119,8 @@ class OtherLines:
             return
         if self.kernel.feed(line_no, whole, prefix, body):
             return  # a kernel log line: its own leads (a time, a host) are what a launcher's prefix looks like
+        if self.diag.feed(line_no, body):
+            return  # NCCL 2.31's diagnostics: its host:pid lead is its own
         self.framework.command_line(line_no, body)
         if (self.rocm_topology.busy or body.lstrip().startswith("=")) and self.rocm_topology.feed(line_no, body):
             return  # ROCm SMI's GPU matrices look like nvidia-smi's rows to the matrix reader: read them first
@@ -146,6 +151,7 @@ class OtherLines:
             or self.torchrun.lines
             or self.lspci.lines
             or self.param_dump.lines
+            or self.diag.reports
         )
 
     def _host_report(self, line_no: int, body: str) -> bool:

@@ -115,7 +115,11 @@ class Context:
             ),
             "host_versions": lambda: bool(case.smi_gpus) or bool(case.ib_devices),
             "nvlinks": lambda: bool(case.nvlink_gpus) or any(d.gpus for d in case.topology_dumps),
-            "ib_ports": lambda: bool(case.ib_devices) or any(d.nets for d in case.topology_dumps),
+            "ib_ports": lambda: (
+                bool(case.ib_devices)
+                or any(d.nets for d in case.topology_dumps)
+                or any(r.kind == "net_bw" for r in case.diag_reports)
+            ),
             "nccl_tests": lambda: bool(case.benchmarks),
             # a benchmark, or NCCL Inspector's records of the job's own collectives
             "bandwidth": lambda: bool(case.benchmarks or case.inspector),

@@ -16,7 +16,7 @@ from ncclscope.diagnose.rules.env_knobs import KNOBS, knob_effects, truthy
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list, jobs
 from ncclscope.diagnose.vendor_profiles import Profile, profile_of
-from ncclscope.model import EnvSetting, Finding, Process, Severity
+from ncclscope.model import DiagReport, EnvSetting, Finding, Process, Severity
 
 # NCCL's own logging: the settings that produce the evidence ncclscope reads, not overrides
 LOGGING = frozenset(
@@ -27,6 +27,9 @@ LOGGING = frozenset(
         "NCCL_DEBUG_TIMESTAMP_FORMAT",
         "NCCL_DEBUG_TIMESTAMP_LEVELS",
         "NCCL_WARN_ENABLE_DEBUG_INFO",
+        # 2.31's own checks at init and over RAS: they print evidence (`NCCL DIAG` lines), they change no path
+        "NCCL_RUN_DIAGNOSTICS",
+        "NCCL_RUN_RAS_DIAGNOSTICS",
     }
 )
 
@@ -409,7 +412,8 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
     Hosts are compared within one job (processes linked by a shared commId or one nccl-tests run;
     all hosts when the log prints no commId). A process prints a variable when NCCL first reads it,
     so a host that never used the feature (for example IB parameters on a host that fell back to
-    sockets) does not print it even if it is set; the message says so when the networks differ.
+    sockets) does not print it even if it is set; the message says so when the networks differ. NCCL 2.31's RAS
+    diagnostics compare every NCCL_* variable across the ranks themselves and list the ranks of a differing value.
 
     Why: Ranks that disagree on protocols, buffer sizes, algorithms or transports set up
     mismatched connections: NCCL then hangs or fails with errors such as `Message truncated :
@@ -422,8 +426,10 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
 
     Sources: sjeaugey in NVIDIA/nccl#1328 ("check the log for environment variables set on one rank but
     not the other"); NCCL src/misc/param.cc (/etc/nccl.conf per host; one `set by environment` line per
-    process, when the variable is first read)
+    process, when the variable is first read); NCCL docs troubleshooting/ras.rst (2.31 RAS diagnostics: NCCL
+    environment)
     """
+    yield from diag_env_differs(ctx)
     by_name: dict[str, list[EnvSetting]] = defaultdict(list)
     for s in ctx.case.env:
         # a command line sets its variables for every rank it starts: nothing to compare there
@@ -488,3 +494,28 @@ def env_inconsistent(ctx: Context) -> Iterable[Finding]:
                 evidence_count=n_lines,
                 hosts=sorted({h for s in settings for h in s.hosts} | set(missing)),
             )
+
+
+def diag_env_differs(ctx: Context) -> Iterable[Finding]:
+    """ENV002 from NCCL 2.31's RAS diagnostics, which compare every NCCL_* variable across the ranks of a
+    communicator and list the ranks of each value that is not the others' (`NCCL environment: NCCL_BUFFSIZE=8388608
+    on rank(s) {8,...,15}`)."""
+    by_name: dict[str, list[DiagReport]] = defaultdict(list)
+    for r in ctx.case.diag_reports:
+        if r.kind == "env_differs" and r.env_name:
+            by_name[r.env_name].append(r)
+    for name, reports in sorted(by_name.items()):
+        sides = "; ".join(f"{r.env_value} on {plural(len(r.ranks), 'rank')} ({_ranks(r.ranks)})" for r in reports)
+        yield make_finding(
+            "ENV002", "warning",
+            f"{name} differs between the ranks of one communicator, as NCCL's RAS diagnostics compare them: {sides}",
+            evidence=shown(r.evidence for r in reports), evidence_count=len(reports),
+            hosts=sorted({r.host for r in reports if r.host}), ranks=sorted({n for r in reports for n in r.ranks}),
+        )  # fmt: skip
+
+
+def _ranks(ranks: list[int]) -> str:
+    """'8-15', '1, 3, 5': a set of ranks the short way."""
+    if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))
