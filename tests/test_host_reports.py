@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ncclscope.case.read import read_case
 
-from conftest import REPO, findings_of
+from conftest import REPO, findings_of, only_finding
 
 DEVINFO = "fixtures/ib/ibv_devinfo_v_port_polling.txt"
 
@@ -230,3 +230,24 @@ def test_a_gpus_nvlink_listing_goes_on_past_tabs_and_another_programs_line(tmp_p
     assert case.sources[0].problems == []
     (finding,) = findings_of("TOPO008", damaged)
     assert "GPU 6 has 16 active NVLinks (links 14-15 inactive), where its 7 peers have 18" in finding.message
+
+
+# `NVML: Unable to retrieve NVLink information as all links are inactive`: a GPU whose NVLinks are all down
+def test_a_gpu_with_all_links_inactive_is_named_against_its_peers() -> None:
+    found = only_finding("TOPO008", "fixtures/smi/nvlink_s_8x_a100_gpu3_all_inactive.txt")
+    assert "GPU 3 (NVIDIA A100-SXM4-80GB) reports all NVLinks inactive, where its 7 peers have 12 active" in found.message
+    assert [e.line for e in found.evidence] == [41, 42]
+
+
+def test_a_lone_sxm_gpu_with_all_links_inactive_is_judged_by_its_module(tmp_path: Path) -> None:
+    lone = tmp_path / "nvlink.txt"
+    lone.write_text(
+        "GPU 6: NVIDIA A100-SXM4-80GB (UUID: GPU-1b2c3d4e-0000-1111-2222-333344445555)\n"
+        "NVML: Unable to retrieve NVLink information as all links are inactive\n"
+    )
+    found = only_finding("TOPO008", lone)
+    assert "where each A100-SXM module has 12 NVLinks to its NVSwitches or peers" in found.message
+
+
+def test_pcie_cards_without_a_bridge_say_nothing() -> None:
+    assert findings_of("TOPO008", "fixtures/smi/nvlink_s_2x_a100_pcie_no_bridge.txt") == []

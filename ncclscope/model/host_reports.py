@@ -200,6 +200,9 @@ class NvlinkGpu(Record):
     uuid: str | None = None
     links: list[NvlinkLink] = Field(default_factory=new_list)
     evidence: Evidence | None = Field(None, description="The `GPU 0: ... (UUID: ...)` line.")
+    all_inactive: Evidence | None = Field(
+        None, description="`NVML: Unable to retrieve NVLink information as all links are inactive`, in place of links."
+    )
 
     @property
     def active(self) -> list[NvlinkLink]:

@@ -18,6 +18,7 @@ GPU_RE = re.compile(r"^GPU\s+\d+:\s.*\(UUID:\s")
 # a GPU line glued after other text (the shell prompt's command, when a paste lost the line break)
 GLUED_GPU_RE = re.compile(r"GPU\s+\d+:\s[^()]*\(UUID:\s[^()]*\)\s*$")
 LINK_RE = re.compile(r"^Link\s+\d+\s*[:,]")
+ALL_INACTIVE_RE = re.compile(r"^NVML:\s+Unable to retrieve NVLink information")
 CUT_LINK_RE = re.compile(r"^L(?:i(?:n(?:k(?:\s+\d*)?)?)?)?$")  # a link line cut before its colon
 
 
@@ -65,7 +66,8 @@ class NvidiaSmiNvlinkReader:
             if LINK_RE.match(before):  # the previous GPU's last link line, then the next GPU's line
                 self.feed(line_no, before)
             read, is_gpu = glued.group(), True
-        is_link = not is_gpu and LINK_RE.match(body) is not None
+        # nvidia-smi's one line for a GPU whose links are all down, in place of them
+        is_link = not is_gpu and (LINK_RE.match(body) is not None or ALL_INACTIVE_RE.match(body) is not None)
         after, self._after = self._after, False
         if is_link and self._gpu is None:
             if not after:
@@ -105,6 +107,9 @@ class NvidiaSmiNvlinkReader:
         if not self._kept:
             self.gpus.append(gpu)
             self._kept = True
+        if tree.data == "all_inactive":
+            gpu.all_inactive = evidence
+            return True
         if tree.data == "link":
             if any(link.link == int(values[0]) for link in gpu.links):
                 # a GPU's links again from one of its numbers: the next GPU's, its line lost; read as the

@@ -25,9 +25,10 @@ from ncclscope.case.links import (
     xml_link,
 )
 from ncclscope.common.words import number_ranges
+from ncclscope.diagnose.expectations import platform_spec
 from ncclscope.diagnose.rules.context import EVIDENCE_SHOWN, Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
-from ncclscope.model import Evidence, Finding, NcclTopologyDump, XmlGpu, XmlPciDevice
+from ncclscope.model import Evidence, Finding, NcclTopologyDump, NvlinkGpu, XmlGpu, XmlPciDevice
 
 DUMP = "NCCL's topology dump"
 SMI = "nvidia-smi -q"
@@ -185,9 +186,40 @@ def nvlink_down(ctx: Context) -> Iterable[Finding]:
     yield from _smi_nvlink_down(ctx)
 
 
+def _all_inactive(ctx: Context, group: list[NvlinkGpu]) -> Iterable[Finding]:
+    """GPUs for which nvidia-smi prints `NVML: Unable to retrieve NVLink information as all links are inactive`:
+    against their peers of the same product with active links, or alone against what an SXM or superchip module
+    has (data/expected_busbw.json nvlink_links); a PCIe card without a bridge prints it by design."""
+    down = [g for g in group if g.all_inactive is not None]
+    if not down:
+        return
+    up = [g for g in group if g.all_inactive is None and g.active]
+    spec = platform_spec(down[0].product)
+    if up:
+        most = max(len(g.active) for g in up)
+        where = f"where its {len(up)} peer{'s' if len(up) != 1 else ''} have {most} active"
+    elif spec is not None and spec.form in ("SXM", "Superchip") and spec.nvlink_links:
+        where = f"where each {spec.key} module has {spec.nvlink_links} NVLinks to its NVSwitches or peers"
+    else:
+        return  # a PCIe card, or a product ncclscope does not know: no NVLink may be how it is built
+    host = ctx.report_host(down[0].source)
+    names = ", ".join(str(g.index) for g in down)
+    lines = [e for g in down for e in (g.evidence, g.all_inactive) if e is not None]
+    yield make_finding(
+        "TOPO008", "error",
+        f"on {host}: GPU {names} ({down[0].product}) report{'s' if len(down) == 1 else ''} all NVLinks inactive, "
+        f"{where}: {'its' if len(down) == 1 else 'their'} traffic to other GPUs goes over PCIe ({NVLINK})",
+        evidence=shown(lines), evidence_count=len(lines), hosts=[host],
+    )  # fmt: skip
+
+
 def _smi_nvlink_down(ctx: Context) -> Iterable[Finding]:
     case = ctx.case
-    for group in nvlink_groups(case.nvlink_gpus):
+    for whole in nvlink_groups(case.nvlink_gpus):
+        yield from _all_inactive(ctx, whole)
+        group = [g for g in whole if g.all_inactive is None]
+        if not group:
+            continue
         for p in nvlink_problems(group):
             g = p.gpu
             if p.slow:
