@@ -235,7 +235,8 @@ def test_a_gpus_nvlink_listing_goes_on_past_tabs_and_another_programs_line(tmp_p
 # `NVML: Unable to retrieve NVLink information as all links are inactive`: a GPU whose NVLinks are all down
 def test_a_gpu_with_all_links_inactive_is_named_against_its_peers() -> None:
     found = only_finding("TOPO008", "fixtures/smi/nvlink_s_8x_a100_gpu3_all_inactive.txt")
-    assert "GPU 3 (NVIDIA A100-SXM4-80GB) reports all NVLinks inactive, where its 7 peers have 12 active" in found.message
+    said = "GPU 3 (NVIDIA A100-SXM4-80GB) reports all NVLinks inactive, where its 7 peers have 12 active"
+    assert said in found.message
     assert [e.line for e in found.evidence] == [41, 42]
 
 
