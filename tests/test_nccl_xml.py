@@ -165,3 +165,13 @@ def test_a_runs_per_host_dump_is_read_with_the_host_its_file_names(tmp_path: Pat
     case = read_case([str(run / "nccl-topo.gpu-a01.xml"), str(run / "nccl-topo.gpu-a02.xml")], jobs=1).case
     assert [d.host for d in case.topology_dumps] == ["gpu-a01", "gpu-a02"]
     assert read_case([str(source)], jobs=1).case.topology_dumps[0].host is None
+
+
+def test_a_dump_of_devices_straight_under_an_unknown_numa_node_looks_virtual() -> None:
+    from conftest import findings_of
+
+    (found,) = findings_of("TOPO006", "fixtures/xml/kvm_guest_numa_unknown_topo.xml")
+    assert "puts 2 GPUs and 2 NICs straight under a CPU of NUMA node -1 (unknown)" in found.message
+    assert {e.line for e in found.evidence} >= {2}
+    assert findings_of("TOPO008", "fixtures/xml/kvm_guest_numa_unknown_topo.xml") == []
+    assert findings_of("TOPO006", "fixtures/xml/dgx_h100_topo.xml") == []  # NUMA nodes 0 and 1, PCIe switches

@@ -22,7 +22,7 @@ from ncclscope.diagnose.rules.topo_common import (
     pcie,
     where,
 )
-from ncclscope.model import Case, Connection, Evidence, Finding, P2pReport, TopologyMatrix
+from ncclscope.model import Case, Connection, Evidence, Finding, NcclTopologyDump, P2pReport, TopologyMatrix
 
 # NCCL falls back to PCIe Gen3 x16 (12 GB/s) for a link whose speed it cannot read from /sys
 # (kvDictPciGen default in src/graph/topo.cc), so a maxBw of 12 or less is what a hidden topology
@@ -316,7 +316,8 @@ def p2p_disabled_on_nvlink(ctx: Context) -> Iterable[Finding]:
 def virtual_topology(ctx: Context) -> Iterable[Finding]:
     """The topology NCCL or nvidia-smi sees hides the real locality (a VM or a container without /sys).
 
-    Fires on `Topology detection : could not read /sys/...` lines, or on the conjunction of a flat
+    Fires on `Topology detection : could not read /sys/...` lines; on NCCL's topology dump putting GPUs and NICs
+    straight under a CPU of NUMA node -1 (unknown), with no PCIe switch between; or on the conjunction of a flat
     matrix (every GPU-NIC cell PHB, every GPU pair without NVLink PHB, all GPUs on one NUMA node)
     with a tiny `maxBw` (12 GB/s or less, NCCL's fallback for links it cannot read) in NCCL's own
     topology dump. Either half of the conjunction alone is not enough: a real single-socket host
@@ -359,6 +360,19 @@ def virtual_topology(ctx: Context) -> Iterable[Finding]:
             " built like (a VM or container presents its devices this way)"
         )
         evidence += matrix_evidence(topo, topo.nics)
+    for dump in [d for d in case.topology_dumps if _unknown_numa(d)][:1]:
+        cpus = [c for c in dump.cpus if c.numa_id == -1]
+        direct = [p for p in dump.pci if p.kind in ("gpu", "nic") and p.parent is None]
+        gpus, nics = (sum(p.kind == kind for p in direct) for kind in ("gpu", "nic"))
+        on = f" of {dump.host}" if dump.host else ""
+        facts.append(
+            f"NCCL's topology dump{on} puts {plural(gpus, 'GPU')} and {plural(nics, 'NIC')} straight under a CPU of"
+            " NUMA node -1 (unknown), with no PCIe switch between them: the locality NCCL pairs GPUs and NICs by is"
+            " not there (a VM's emulated root ports present devices this way)"
+        )
+        evidence += [c.evidence for c in cpus if c.evidence] + [p.evidence for p in direct if p.evidence]
+        if dump.host:
+            hosts.add(dump.host)
     if tiny and flat:
         tiny_hosts = {t.host for t in tiny if t.host}
         on = f" on {hosts_text(tiny_hosts)}" if tiny_hosts else ""
@@ -381,6 +395,15 @@ def virtual_topology(ctx: Context) -> Iterable[Finding]:
 
 
 FLAT_GPUS = 4  # a real host with this many GPUs puts them behind PCIe switches (PIX/PXB cells)
+
+
+def _unknown_numa(dump: NcclTopologyDump) -> bool:
+    """A topology dump whose CPU has NUMA id -1 (NCCL could not tell the node) with a GPU and a NIC attached
+    straight to it: no locality left for NCCL to read."""
+    if not any(c.numa_id == -1 for c in dump.cpus):
+        return False
+    direct = {p.kind for p in dump.pci if p.parent is None}
+    return {"gpu", "nic"} <= direct
 
 
 def _rdma_nics(topo: TopologyMatrix) -> list[str]:
