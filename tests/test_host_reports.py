@@ -252,3 +252,11 @@ def test_a_lone_sxm_gpu_with_all_links_inactive_is_judged_by_its_module(tmp_path
 
 def test_pcie_cards_without_a_bridge_say_nothing() -> None:
     assert findings_of("TOPO008", "fixtures/smi/nvlink_s_2x_a100_pcie_no_bridge.txt") == []
+
+
+def test_links_down_on_most_gpus_of_a_module_with_every_link_wired_are_one_finding() -> None:
+    found = only_finding("TOPO008", "fixtures/smi/nvlink_s_8x_v100_four_gpus_links_down.txt")
+    assert found.message.endswith(
+        "4 GPUs have fewer active NVLinks than the 6 of their 4 peers: GPU 2 has 5 (link 1 inactive); GPU 3 has 4"
+        " (links 0,4 inactive); GPU 5 has 5 (link 2 inactive); GPU 6 has 4 (links 3,5 inactive) (nvidia-smi nvlink -s)"
+    )

@@ -100,10 +100,11 @@ class NvlinkProblem(NamedTuple):
     lines_lost: int = 0  # link lines this GPU's own listing lost (its inactive ones are down all the same)
 
 
-def nvlink_problems(group: list[NvlinkGpu]) -> list[NvlinkProblem]:
-    """Fewer active links than the peers (a minority of GPUs), or links slower than the others'. nvidia-smi
-    lists every link of a GPU, active or `<inactive>`: a GPU that lists fewer than its peers is a paste that
-    lost lines; its `<inactive>` links are still down, and without any it is not compared."""
+def nvlink_problems(group: list[NvlinkGpu], full: int | None = None) -> list[NvlinkProblem]:
+    """Fewer active links than the peers (a minority of GPUs, or any number where the best peers have all the
+    `full` links of their module: then every link is wired, and one inactive is down), or links slower than the
+    others'. nvidia-smi lists every link of a GPU, active or `<inactive>`: a GPU that lists fewer than its peers is
+    a paste that lost lines; its `<inactive>` links are still down, and without any it is not compared."""
     listed = max(len(g.links) for g in group)
     whole = [g for g in group if len(g.links) == listed]
     # a partial listing still says which links are `<inactive>`; one without any says nothing
@@ -113,7 +114,7 @@ def nvlink_problems(group: list[NvlinkGpu]) -> list[NvlinkProblem]:
     short = [g for g in whole if len(g.active) < most] + inactive
     judged = len(whole) + len(inactive)
     out: list[NvlinkProblem] = []
-    if short and len(short) * 2 <= judged and judged > 1:
+    if short and (len(short) * 2 <= judged or (full is not None and most == full)) and judged > 1:
         for g in short:
             down = [link for link in g.links if link.speed is None]
             lines = [e for e in [g.evidence, *(d.evidence for d in down)] if e is not None]

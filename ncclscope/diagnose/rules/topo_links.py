@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ncclscope.case.links import (
+    NvlinkProblem,
     bus_key,
     nvlink_groups,
     nvlink_problems,
@@ -220,7 +221,14 @@ def _smi_nvlink_down(ctx: Context) -> Iterable[Finding]:
         group = [g for g in whole if g.all_inactive is None]
         if not group:
             continue
-        for p in nvlink_problems(group):
+        spec = platform_spec(group[0].product)
+        full = spec.nvlink_links if spec is not None and spec.form in ("SXM", "Superchip") else None
+        problems = nvlink_problems(group, full)
+        down = [p for p in problems if not p.slow]
+        if len(down) > 1:  # several GPUs of one host with links down: one finding, each GPU named
+            yield _several_down(ctx, down)
+            problems = [p for p in problems if p.slow]
+        for p in problems:
             g = p.gpu
             if p.slow:
                 speeds = {link.link: link.speed for link in g.links}
@@ -241,3 +249,19 @@ def _smi_nvlink_down(ctx: Context) -> Iterable[Finding]:
                 "TOPO008", "error", f"on {ctx.report_host(g.source)}: GPU {g.index} has {problem} ({NVLINK})",
                 evidence=shown(p.evidence), evidence_count=len(p.evidence), hosts=[ctx.report_host(g.source)],
             )  # fmt: skip
+
+
+def _several_down(ctx: Context, down: list[NvlinkProblem]) -> Finding:
+    host = ctx.report_host(down[0].gpu.source)
+    parts = [
+        f"GPU {p.gpu.index} has {len(p.gpu.active)}"
+        + (f" (link{'s' if len(p.down) != 1 else ''} {number_ranges(p.down)} inactive)" if p.down else "")
+        for p in down
+    ]
+    lines = [e for p in down for e in p.evidence]
+    return make_finding(
+        "TOPO008", "error",
+        f"on {host}: {len(down)} GPUs have fewer active NVLinks than the {down[0].most} of their {down[0].peers}"
+        f" peer{'s' if down[0].peers != 1 else ''}: {'; '.join(parts)} ({NVLINK})",
+        evidence=shown(lines), evidence_count=len(lines), hosts=[host],
+    )  # fmt: skip
