@@ -71,7 +71,7 @@ STORIES: list[tuple[str, list[str]]] = [
     ("NET007", ["RUN001"]),
     ("BW004", ["BW001"]),
     ("GDR002", ["BW001"]),
-    ("NET003", ["NET006", "RUN001"]),
+    ("NET003", ["NET006", "RUN001", "RUN005"]),
     # a hang's cause is what went wrong on the host of the rank the others wait for (HOST_BOUND)
     # a rank's CUDA failure: its peers' connections close, the proxy's calls fail, the test stops
     ("RUN004", ["RUN013", "HANG001", "HANG003", "NET006", "RUN005", "BW005"]),

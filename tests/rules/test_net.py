@@ -14,7 +14,7 @@ from ncclscope.case.read import read_case
 from ncclscope.diagnose.engine import analyze
 from ncclscope.model import Finding
 
-from conftest import REPO, run_cli
+from conftest import REPO, findings_of, run_cli
 from conftest import evidence_lines as lines
 
 NET = "fixtures/net"
@@ -440,3 +440,35 @@ def test_an_ofi_plugin_that_finds_no_efa_device_is_the_root_of_the_socket_fallba
     assert net002.severity == "error" and found[0].code == "NET002"
     assert "aws-ofi-nccl found no fabric device (fi_getinfo: the EFA device is not visible" in net002.message
     assert "vpc.amazonaws.com/efa" in net002.fix
+
+
+# a peer reached at a loopback address: some rank advertised `lo`
+LOOPBACK_ERROR = (
+    "[rank3]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error"
+    " (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+    "[rank3]: Last error:\n"
+    "[rank3]: socketStartConnect: Connect to 127.0.0.1<39421> failed : Connection refused\n"
+)
+
+
+def test_a_failed_connect_to_loopback_names_the_advertised_lo(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(LOOPBACK_ERROR)
+    (found,) = findings_of("NET003", log)
+    assert found.severity == "warning"
+    assert found.message.startswith(
+        "a rank failed to connect to 127.0.0.1<39421> (Connection refused): a loopback address, which reaches only"
+    )
+
+
+def test_loopback_on_a_job_of_one_host_is_not_blamed(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(
+        "box:101:101 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "box:101:101 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>\n"
+        "box:101:101 [0] NCCL INFO ncclCommInitRank comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId"
+        " 0x1 - Init COMPLETE\n"
+        "box:102:102 [1] NCCL INFO ncclCommInitRank comm 0x55e0 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2000 commId"
+        " 0x1 - Init COMPLETE\n" + LOOPBACK_ERROR
+    )
+    assert [f.message for f in findings_of("NET003", log) if "loopback" in f.message] == []

@@ -52,11 +52,13 @@ def _ifname_matches(iface: str, selector: str) -> bool:
     return iface == selector or iface.startswith(selector)
 
 
-@rule("NET003", "suspicious-interface", severity="warning", needs=["nccl_log"])
+@rule("NET003", "suspicious-interface", severity="warning", needs=["nccl_errors"])
 def suspicious_interface(ctx: Context) -> Iterable[Finding]:
     """The bootstrap, out-of-band or NET/Socket interface is one that does not connect hosts: `lo`,
     `docker*`, `veth*`, `virbr*`, `lxcbr*`, a VPN (`tailscale*`, `wg*`) or an overlay; or NET/Socket
-    spreads its traffic over many interfaces because NCCL_SOCKET_IFNAME is not set.
+    spreads its traffic over many interfaces because NCCL_SOCKET_IFNAME is not set; or a rank of a job that is not
+    on one host failed to connect to a loopback address (`Connect to 127.0.0.1<port> failed`, in NCCL's log or the
+    `Last error` a framework quotes): a peer advertised its loopback interface.
 
     Why: NCCL's bootstrap and its socket transport use the interface NCCL picked on each host. Local
     bridges and loopback carry the same address on every host (docker0 is 172.17.0.1 everywhere), so
@@ -74,6 +76,7 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
     NVIDIA/nccl#210; NCCL src/bootstrap.cc, src/transport/net_ib.cc and net_socket.cc (the interface
     lines)
     """
+    yield from _loopback_peers(ctx)
     ifname = ctx.env("NCCL_SOCKET_IFNAME")
     # (kind, role) -> host -> interface -> evidence lines
     found: dict[tuple[str, str], dict[str, dict[str, list[Evidence]]]] = defaultdict(
@@ -254,3 +257,29 @@ def mixed_net_devices(ctx: Context) -> Iterable[Finding]:
             evidence_count=len({(e.source, e.line) for e in evidence}),
             hosts=[h for h in hosts if h],
         )
+
+
+def _loopback(address: str) -> bool:
+    return address.startswith("127.") or address in ("::1", "localhost")
+
+
+def _loopback_peers(ctx: Context) -> Iterable[Finding]:
+    """Connections to a loopback address that failed, in a job not shown to be on one host: the peer's address came
+    from the bootstrap, so some rank advertised its `lo` (NCCL_SOCKET_IFNAME=lo, or an image where NCCL found no
+    other interface), which reaches only itself."""
+    if ctx.single_host:
+        return  # on one host, loopback reaches every rank: the failure is something else (NET006 says it)
+    hits = [f for f in ctx.case.socket_failures if f.peer_address and _loopback(f.peer_address)]
+    if not hits:
+        return
+    peers = sorted({f.peer or f.peer_address or "" for f in hits})
+    errors = sorted({f.errno_text for f in hits if f.errno_text})
+    why = f" ({'; '.join(errors)})" if errors else ""
+    yield make_finding(
+        "NET003", "warning",
+        f"a rank failed to connect to {names(peers)}{why}: a loopback address, which reaches only the rank's own"
+        " host, so some rank advertised its loopback interface to the others; in a job across hosts set"
+        " NCCL_SOCKET_IFNAME to the interface that connects them",
+        evidence=shown(f.evidence for f in hits), evidence_count=len(hits),
+        hosts=sorted({f.host for f in hits if f.host}),
+    )  # fmt: skip
