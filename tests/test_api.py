@@ -24,6 +24,7 @@ INPUTS = [
     FIXTURES / "nccl" / "v2_12_two_hosts_ib_gdr.log",
     FIXTURES / "nccl_tests" / "v2_17_unified_8xh100.txt",
     FIXTURES / "nccl" / "v2_26_socket_fallback.log",
+    FIXTURES / "inspector" / "straggler_4ranks",  # the job's own collectives (job_collectives)
 ]
 
 

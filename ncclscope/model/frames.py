@@ -85,9 +85,31 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("host", "string", "A host that reported it (`<NA>` when the lines carry none): one row per host."),
         ("processes", "int64", "How many processes reported this value (all hosts)."),
         ("pids", "string", "Those processes' pids, comma-joined."),
-        ("origin", "string", "log (NCCL printed it) or command_line (a command line in the inputs sets it)."),
+        (
+            "origin",
+            "string",
+            "log (NCCL printed it), command_line (a command line in the inputs sets it) or"
+            " param_dump (NCCL 2.30's parameter dump lists it as set).",
+        ),
         ("source", "string", "Input of the first line showing it."),
         ("line", "int64", "That line."),
+    ],
+    "job_collectives": [
+        ("source", "string", "NCCL Inspector file the records were read from."),
+        ("host", "string", "Host of the process (JSON metadata hostname, Prometheus label node)."),
+        ("pid", "Int64", "Process id (JSON only)."),
+        ("rank", "Int64", "Rank in the communicator (JSON only)."),
+        ("nranks", "Int64", "Ranks of the communicator."),
+        ("nnodes", "Int64", "Nodes of the communicator."),
+        ("comm", "string", "Communicator hash (JSON) or name (Prometheus), `<NA>` when neither."),
+        ("kind", "string", "collective or p2p."),
+        ("operation", "string", "AllReduce, AllGather, ReduceScatter, Send, Recv ..."),
+        ("size", "Int64", "Message size in bytes (the lower end of a Prometheus range)."),
+        ("calls", "int64", "Records of this operation and size."),
+        ("time_us", "float64", "Median execution time, microseconds (`NaN` where not given)."),
+        ("busbw", "float64", "Median bus bandwidth, GB/s."),
+        ("busbw_max", "float64", "Highest bus bandwidth of these calls, GB/s."),
+        ("line", "int64", "Line of the first record in that input."),
     ],
     "findings": [
         ("code", "string", "Rule code, e.g. NET001."),
@@ -104,7 +126,7 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("fix", "string", "What to do."),
     ],
 }
-CASE_FRAMES = ("benchmarks", "connections", "ranks", "settings")
+CASE_FRAMES = ("benchmarks", "connections", "ranks", "settings", "job_collectives")
 
 
 @dataclass(frozen=True)
@@ -114,7 +136,7 @@ class Frames(Mapping[str, pd.DataFrame]):
     >>> import ncclscope as ns
     >>> frames = ns.read("fixtures/nccl_tests/v2_17_unified_8xh100.txt").frames()
     >>> list(frames)
-    ['benchmarks', 'connections', 'ranks', 'settings', 'findings']
+    ['benchmarks', 'connections', 'ranks', 'settings', 'job_collectives', 'findings']
     >>> largest = frames.benchmarks.sort_values("size").iloc[-1]
     >>> (largest["collective"], int(largest["size"]), float(largest["busbw"]))
     ('all_gather', 8589934592, 373.25)
@@ -124,6 +146,7 @@ class Frames(Mapping[str, pd.DataFrame]):
     connections: pd.DataFrame
     ranks: pd.DataFrame
     settings: pd.DataFrame
+    job_collectives: pd.DataFrame
     findings: pd.DataFrame
 
     def __getitem__(self, name: str) -> pd.DataFrame:
@@ -145,6 +168,7 @@ def case_frames(case: Case) -> Frames:
         connections=connections(case),
         ranks=ranks(case),
         settings=settings(case),
+        job_collectives=job_collectives(case),
         findings=frame("findings", []),
     )
 
@@ -152,7 +176,9 @@ def case_frames(case: Case) -> Frames:
 def analysis_frames(analysis: Analysis) -> Frames:
     """Every frame of an Analysis: its Case's, and its findings."""
     base = case_frames(analysis.case)
-    return Frames(base.benchmarks, base.connections, base.ranks, base.settings, findings(analysis))
+    return Frames(
+        base.benchmarks, base.connections, base.ranks, base.settings, base.job_collectives, findings(analysis)
+    )
 
 
 def frame(name: str, rows: Iterable[tuple[Any, ...]]) -> pd.DataFrame:
@@ -327,6 +353,32 @@ def settings(case: Case) -> pd.DataFrame:
                 )
             )
     return frame("settings", rows)
+
+
+def job_collectives(case: Case) -> pd.DataFrame:
+    """NCCL Inspector's summary per operation, size and rank (one row each)."""
+    rows = [
+        (
+            report.source,
+            op.host,
+            op.pid,
+            op.rank,
+            op.nranks,
+            op.nnodes,
+            op.comm_id or op.comm_name,
+            op.kind,
+            op.name,
+            op.size_bytes,
+            op.count,
+            op.exec_time_us,
+            op.busbw_gbs,
+            op.busbw_max_gbs,
+            op.evidence.line,
+        )  # fmt: skip
+        for report in case.inspector
+        for op in report.ops
+    ]
+    return frame("job_collectives", rows)
 
 
 def findings(analysis: Analysis) -> pd.DataFrame:
