@@ -80,6 +80,7 @@ class Assembly:
         case.p2p_matrices.extend(parsed.p2p_matrices)
         case.inspector.extend(parsed.inspector)
         case.diag_reports.extend(parsed.diag_reports)
+        case.roce_gids.extend(parsed.roce_gids)
         if parsed.log.coll_calls:
             builder.coll_calls.append((parsed.source.path, parsed.log.coll_calls))
         builder.command_line_settings.extend(parsed.settings)

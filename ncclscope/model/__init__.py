@@ -62,6 +62,7 @@ from ncclscope.model.host_reports import (  # noqa: F401
     NvlinkLink,
     P2pMatrix,
     PciDevice,
+    RoceGid,
     SmiGpu,
     XmlCpu,
     XmlGpu,

@@ -28,6 +28,7 @@ SourceKind = Literal[
     "inspector",
     "param_dump",
     "nccl_diag",
+    "show_gids",
 ]
 
 

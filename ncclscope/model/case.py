@@ -25,6 +25,7 @@ from ncclscope.model.host_reports import (
     NvlinkGpu,
     P2pMatrix,
     PciDevice,
+    RoceGid,
     SmiGpu,
 )
 from ncclscope.model.inspector import InspectorReport, InspectorSetup
@@ -156,6 +157,9 @@ class Case(Record):
     )
     inspector_setups: list[InspectorSetup] = Field(
         default_factory=new_list, description="How each process's Inspector plugin writes (from its INFO lines)."
+    )
+    roce_gids: list[RoceGid] = Field(
+        default_factory=new_list, description="`show_gids`: each RDMA port's GIDs, their IPv4 and RoCE version."
     )
     diag_reports: list[DiagReport] = Field(
         default_factory=new_list, description="NCCL 2.31's diagnostics reports (`NCCL DIAG` lines)."

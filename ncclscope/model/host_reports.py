@@ -261,3 +261,18 @@ class PciDevice(Record):
     acs: dict[str, bool] = Field(default_factory=new_dict, description="ACSCtl flags (ReqRedir: True when +).")
     evidence: Evidence
     acs_evidence: Evidence | None = None
+
+
+class RoceGid(Record):
+    """One row of `show_gids`: a GID of an RDMA device's port, its IPv4 address (none for link-local), its RoCE
+    version and network device."""
+
+    source: str
+    device: str
+    port: int
+    index: int
+    gid: str
+    ipv4: str | None = None
+    version: str | None = Field(None, description="v1 or v2 (RoCE), as printed.")
+    netdev: str | None = None
+    evidence: Evidence

@@ -25,14 +25,15 @@ from ncclscope.parse.re2_pattern import escape, re2_compile, to_re2
 # Words of the other kinds, found with bytes.find (C speed; rare in junk, so the checks after are few):
 # the nccl-tests header (its device lines, its column titles, its footer) and failure lines (a run that
 # failed at once prints nothing else), ibv_devinfo, ibstat and ibstatus, rocm-smi, fr_trace, a fragment of
-# nvidia-smi -q's health sections, the kernel log's NVIDIA driver, NVSwitch and PCIe AER lines (nvidia-smi's
-# whole reports name a GPU label, below)
+# nvidia-smi -q's health sections, lspci's ACS, NCCL 2.30's parameter dump, show_gids' table, the kernel log's
+# NVIDIA driver, NVSwitch and PCIe AER lines (nvidia-smi's whole reports name a GPU label, below)
 WORDS: tuple[bytes, ...] = (
     *(b"  Rank ", b"nThread", b"Using devices", b"out-of-place", b"Avg bus", b"Test CUDA failure", b": Test "),
     *(b"Cuda failure", b"hca_id", b"CA '", b"Infiniband device '", b"ROCm System Management", b"between two GPUs"),
     *(b"Not all ranks joining collective", b"input_sizes=", b"Remapped Rows", b"Retired Pages"),
     *(b"failed (exitcode:", b"Root Cause (first observed failure)", b"Connection closed by peer", b"Read error ["),
     *(b"ACSCtl", b"Bus: primary="),
+    *(b"ncclParam Registry Dump", b"n_gids_found", b"gids found", b"\tGID\t", b" GID "),  # 2.30 dump, show_gids
     *(word.encode() for word in KERNEL_WORDS),
 )
 # ... NCCL's own name, as NCCL, frameworks and command lines print it: a word of its own (NCCL INFO,

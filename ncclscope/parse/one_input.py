@@ -35,6 +35,7 @@ from ncclscope.model import (
     PciDevice,
     ProcessExit,
     RasReport,
+    RoceGid,
     SmiGpu,
     Source,
     TopologyMatrix,
@@ -78,6 +79,7 @@ class ParsedInput:
     p2p_matrices: list[P2pMatrix] = field(default_factory=list)
     inspector: list[InspectorReport] = field(default_factory=list)
     diag_reports: list[DiagReport] = field(default_factory=list)
+    roce_gids: list[RoceGid] = field(default_factory=list)
 
 
 # Records that NCCL prints in runs (one per channel, device, node, HCA ...): a paste that stops on one
@@ -222,6 +224,7 @@ def _finish(source: Source, stats: ReadStats, log: LogResult, others: OtherLines
     parsed.nvlink_gpus = others.smi_nvlink.gpus
     parsed.p2p_matrices = others.p2p.matrices
     parsed.diag_reports = others.diag.reports
+    parsed.roce_gids = others.show_gids.gids
     parsed.not_kept = dict(others.framework.not_kept)
     parsed.settings = [
         EnvSetting(name=name, value=value, origin="command_line", evidence=evidence)
@@ -284,6 +287,8 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.kinds.append("param_dump")
     if others.diag.reports:
         source.kinds.append("nccl_diag")
+    if others.show_gids.lines:
+        source.kinds.append("show_gids")
     if others.ibstat.devices:
         source.kinds.append("ibstat")
     if others.ibv_devinfo.devices:

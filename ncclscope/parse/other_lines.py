@@ -31,6 +31,7 @@ from ncclscope.parse.nvidia_smi_query import NvidiaSmiQueryReader
 from ncclscope.parse.p2p_matrix import P2pMatrixReader
 from ncclscope.parse.param_dump import ParamDumpReader
 from ncclscope.parse.rocm_smi_topo import RocmSmiTopologyReader
+from ncclscope.parse.show_gids import ShowGidsReader
 from ncclscope.parse.topo_matrix import TopologyReader
 from ncclscope.parse.torchrun_failures import TorchrunFailureReader
 
@@ -52,6 +53,7 @@ READERS: tuple[Any, ...] = (
     ras.RasReader,
     ParamDumpReader,
     DiagReader,
+    ShowGidsReader,
 )
 
 
@@ -75,9 +77,10 @@ class OtherLines:
         self.lspci = LspciReader(display)
         self.param_dump = ParamDumpReader(display)
         self.diag = DiagReader(display)
+        self.show_gids = ShowGidsReader(display)
         self._host_readers = (
             self.ibstat, self.ibv_devinfo, self.smi_query, self.smi_nvlink, self.p2p, self.fr_trace, self.ras,
-            self.torchrun, self.lspci, self.param_dump,
+            self.torchrun, self.lspci, self.param_dump, self.show_gids,
         )  # fmt: skip
         self._readers = (
             self.kernel, self.rocm_topology, self.topology, self.tests, self.framework, *self._host_readers
@@ -152,6 +155,7 @@ class OtherLines:
             or self.lspci.lines
             or self.param_dump.lines
             or self.diag.reports
+            or self.show_gids.lines
         )
 
     def _host_report(self, line_no: int, body: str) -> bool:

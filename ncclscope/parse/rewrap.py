@@ -22,10 +22,11 @@ MIN_SPLITS = 2  # lines at the width that end inside a word the next line goes o
 PADDED_SHARE = 0.5  # of the non-empty lines, those at the width, where only padding shows the wrapping
 REWRAP_MAX_BYTES = 8 << 20  # a paste: a log of a job that large is written to a file, not copied from a terminal
 # where a new line of output begins (never the rest of a wrapped one): a launcher or rank tag, a C++ log
-# header, a timestamp, an NCCL record's host:pid:tid, a traceback, a shell prompt
+# header, a timestamp, an NCCL record's host:pid:tid, a traceback, a shell prompt, a row of a tab-separated table
+# (show_gids: a terminal's copy has no tabs, so a piece that holds one was not cut by it)
 NEW_LINE_RE = re.compile(
     rb"\s*(?:\[rank\d+\]|\[[EWIF]\d|\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T]|[EWIF]\d{4} |\(\w+ pid=\d+\)"
-    rb"|[^\s:\[\]]+:\d+:\d+ \[\d+\]|Traceback |File \"|\$ |# )"
+    rb"|[^\s:\[\]]+:\d+:\d+ \[\d+\]|Traceback |File \"|\$ |# |\S+\t)"
 )
 
 

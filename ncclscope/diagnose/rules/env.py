@@ -199,6 +199,35 @@ def _pinned(ctx: Context, s: EnvSetting) -> str:
     )
 
 
+def _gid_index(ctx: Context, s: EnvSetting) -> str | None:
+    """What NCCL_IB_GID_INDEX selects in the hosts' `show_gids` tables, when that is not a routable RoCE v2 GID:
+    a RoCE v1 GID (not routed beyond the L2 segment), a link-local fe80:: GID (no IPv4: not routed), or no GID at
+    all on some port. None when the value is fine or there is no table to read it against."""
+    if s.name != "NCCL_IB_GID_INDEX" or not ctx.case.roce_gids or not s.value.strip().isdigit():
+        return None
+    index = int(s.value.strip())
+    ports = sorted({(g.device, g.port) for g in ctx.case.roce_gids})
+    at = {(g.device, g.port): g for g in ctx.case.roce_gids if g.index == index}
+    v2 = sorted({g.index for g in ctx.case.roce_gids if g.ipv4 and (g.version or "").lower() == "v2"})
+    better = f"; the tables' RoCE v2 IPv4 GIDs are at index {', '.join(map(str, v2))}" if v2 else ""
+    missing = [f"{d}:{p}" for d, p in ports if (d, p) not in at]
+    v1 = [f"{g.device}:{g.port}" for g in at.values() if (g.version or "").lower() == "v1"]
+    local = [f"{g.device}:{g.port}" for g in at.values() if not g.ipv4 and (g.version or "").lower() != "v1"]
+    if v1:
+        return (
+            f"show_gids lists index {index} as a RoCE v1 GID on {', '.join(v1)}: v1 is not routed beyond one L2"
+            f" segment, so ranks across a router cannot connect{better}"
+        )
+    if local:
+        return (
+            f"show_gids lists index {index} as a link-local fe80:: GID (no IPv4) on {', '.join(local)}: not"
+            f" routed between subnets{better}"
+        )
+    if missing:
+        return f"show_gids lists no GID at index {index} on {', '.join(missing)}: NCCL cannot use that port{better}"
+    return None
+
+
 def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
     """(severity, message) for one setting."""
     knob = KNOBS.get(s.name)
@@ -208,6 +237,9 @@ def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
         what = f" ({s.name} {knob.what})" if knob is not None else ""
         return "info", f"{head}: {whose} value, so it changes nothing{what}"
     head += _pinned(ctx, s)
+    gid = _gid_index(ctx, s)
+    if gid is not None:
+        return "warning", f"{head}: {gid}"
     if knob is None:
         if default is not None:
             return "info", (
