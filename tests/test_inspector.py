@@ -241,3 +241,14 @@ def test_the_run_directory_lists_the_inspector_files_as_inputs(tmp_path: Path) -
         {"format": "ncclscope-run", "version": 1, "ncclscope_version": "0", "started": "x", "backend": "torch"}
     )
     assert evidence_inputs(tmp_path, record) == ["inspector/vm-pid7.log"]
+
+
+def test_a_large_inspector_file_is_never_split_into_log_ranges() -> None:
+    # files of 48 MB and more are read in byte ranges by several processes as logs; Inspector's records are read
+    # by their own reader, whole (a 60 MB file of them was read as log lines before)
+    from ncclscope.parse.split import is_document
+
+    head = gzip.open(f"{MIXED_ON_ONE_GPU}/inspector/vm-pid679.log.gz", "rb").read(4096)
+    assert is_document(head)
+    prom = Path(f"{H200}/prom/inspector").glob("*.prom")
+    assert is_document(next(prom).read_bytes()[:4096])
