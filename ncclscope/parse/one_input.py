@@ -38,6 +38,7 @@ from ncclscope.model import (
     RoceGid,
     SmiGpu,
     Source,
+    SourceKind,
     TopologyMatrix,
     UnrecognizedLine,
 )
@@ -269,36 +270,24 @@ def _fill_source(source: Source, stats: ReadStats, parsed: ParsedInput, others: 
         source.problems.append(
             f"line {line_no} is {size} bytes long; only its first 64 KiB were read, and it was not parsed"
         )
-    if res.nccl_lines:
-        source.kinds.append("nccl_log")
-    if parsed.topologies:
-        source.kinds.append("topology")
-    if parsed.benchmarks:
-        source.kinds.append("nccl_tests")
-    if parsed.framework or parsed.fr_trace_reports or parsed.process_exits:
-        source.kinds.append("framework_log")
-    if parsed.ras_reports:
-        source.kinds.append("ras_status")
-    if others.kernel.lines:
-        source.kinds.append("kernel_log")
-    if parsed.pci_devices or parsed.acs_lines:
-        source.kinds.append("lspci")
-    if others.param_dump.lines:
-        source.kinds.append("param_dump")
-    if others.diag.reports:
-        source.kinds.append("nccl_diag")
-    if others.show_gids.lines:
-        source.kinds.append("show_gids")
-    if others.ibstat.devices:
-        source.kinds.append("ibstat")
-    if others.ibv_devinfo.devices:
-        source.kinds.append("ibv_devinfo")
-    if others.smi_query.gpus:
-        source.kinds.append("nvidia_smi_query")
-    if others.smi_nvlink.gpus:
-        source.kinds.append("nvidia_smi_nvlink")
-    if others.p2p.matrices:
-        source.kinds.append("p2p_matrix")
+    found: list[tuple[SourceKind, object]] = [
+        ("nccl_log", res.nccl_lines),
+        ("topology", parsed.topologies),
+        ("nccl_tests", parsed.benchmarks),
+        ("framework_log", parsed.framework or parsed.fr_trace_reports or parsed.process_exits),
+        ("ras_status", parsed.ras_reports),
+        ("kernel_log", others.kernel.lines),
+        ("lspci", parsed.pci_devices or parsed.acs_lines),
+        ("param_dump", others.param_dump.lines),
+        ("nccl_diag", others.diag.reports),
+        ("show_gids", others.show_gids.lines),
+        ("ibstat", others.ibstat.devices),
+        ("ibv_devinfo", others.ibv_devinfo.devices),
+        ("nvidia_smi_query", others.smi_query.gpus),
+        ("nvidia_smi_nvlink", others.smi_nvlink.gpus),
+        ("p2p_matrix", others.p2p.matrices),
+    ]
+    source.kinds.extend(kind for kind, what in found if what)
     if stats.binary or stats.damaged or (stats.problems and not stats.lines):
         source.usable = False
     elif stats.bytes == 0:
