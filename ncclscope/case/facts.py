@@ -273,6 +273,7 @@ def _socket(e: Event, path: str) -> Iterator[Fact]:
 RDMA_FAMILIES = {
     "ibverbs_missing": "libibverbs_missing",
     "plugin_init_failed": "net_plugin_init_failed",
+    "net_not_found": "net_not_found",
 }
 RDMA_MESSAGES = {
     "ib_no_device": "no_ib_device",
@@ -288,6 +289,9 @@ def _rdma(e: Event, path: str) -> Iterator[Fact]:
     kind = RDMA_FAMILIES.get(e.family) or next((RDMA_MESSAGES[k] for k in f if k in RDMA_MESSAGES), None)
     if kind is None and e.family == "net_plugin_line" and "plugin_init_failed" in f:
         kind = "net_plugin_init_failed"
+    load = f.get("plugin_load_failed")
+    if kind is None and isinstance(load, dict) and "dl_symbol_error" in load:
+        kind = "net_plugin_broken"  # found, but built for another C library or against other symbols
     if kind is not None:
         yield (
             "rdma_problems",
@@ -491,6 +495,7 @@ FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "bootstrap_no_interface": _socket,
     "ibverbs_missing": _rdma,
     "plugin_init_failed": _rdma,
+    "net_not_found": _rdma,
     "net_plugin_line": _rdma,
     "net_ofi": lambda e, p: chain(_rdma(e, p), _verbs(e, p)),
     "call_failed": _verbs,

@@ -63,7 +63,7 @@ STORIES: list[tuple[str, list[str]]] = [
     ("TOPO003", ["TOPO001", "TOPO004", "BW001"]),
     ("TOPO001", ["TOPO004", "BW001"]),
     ("TOPO004", ["BW001"]),
-    ("NET002", ["NET001", "NET007", "BW001"]),
+    ("NET002", ["NET001", "NET007", "BW001", "RUN005", "RUN001"]),
     ("NET001", ["BW001"]),
     ("GDR001", ["BW001"]),
     ("TOPO002", ["GDR001", "BW001"]),

@@ -189,6 +189,8 @@ class RdmaProblem(Origin):
         "ofi_init_failed",
         "ofi_no_provider",
         "ofi_no_fabric",
+        "net_plugin_broken",
+        "net_not_found",
     ]
     detail: str = ""
     evidence: Evidence

@@ -472,3 +472,21 @@ def test_loopback_on_a_job_of_one_host_is_not_blamed(tmp_path: Path) -> None:
         " 0x1 - Init COMPLETE\n" + LOOPBACK_ERROR
     )
     assert [f.message for f in findings_of("NET003", log) if "loopback" in f.message] == []
+
+
+def test_a_plugin_that_cannot_load_and_the_network_it_should_give_are_one_root_cause() -> None:
+    (found,) = findings_of("NET002", "fixtures/net/gib_plugin_glibc_mismatch.log")
+    assert found.severity == "error" and found.hosts == ["a3u-0", "a3u-1"]
+    assert "the net plugin was found but could not be loaded: a symbol it needs is missing" in found.message
+    assert "version `GLIBC_2.34' not found" in found.message
+    assert "NCCL_NET names a network that no loaded plugin provides, so communicator init fails" in found.message
+    assert found.fix.startswith("Give the image a net plugin it can load")
+
+
+def test_a_plugin_that_is_simply_absent_is_no_broken_plugin(tmp_path: Path) -> None:
+    log = tmp_path / "absent.log"
+    log.write_text(
+        "n1:11:11 [0] NCCL INFO NCCL version 2.25.1+cuda12.8\n"
+        "n1:11:11 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
+    )
+    assert findings_of("NET002", log) == []

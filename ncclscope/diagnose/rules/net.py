@@ -160,8 +160,17 @@ RDMA_CAUSES = {
     "ofi_init_failed": "aws-ofi-nccl could not initialize",
     "ofi_no_provider": "aws-ofi-nccl could not initialize",
     "ofi_no_fabric": "aws-ofi-nccl found no fabric device (fi_getinfo: the EFA device is not visible to the process)",
+    "net_plugin_broken": "the net plugin was found but could not be loaded: a symbol it needs is missing (a plugin"
+    " built for a newer C library or other libraries than the image has)",
+    "net_not_found": "NCCL_NET names a network that no loaded plugin provides, so communicator init fails",
 }
-QUOTED_CAUSES = {"net_plugin_init_failed", "ofi_init_failed", "ofi_no_provider"}  # their message says more
+QUOTED_CAUSES = {"net_plugin_init_failed", "ofi_init_failed", "ofi_no_provider", "net_plugin_broken", "net_not_found"}
+PLUGIN_FIX = (
+    "Give the image a net plugin it can load: one built for its OS and C library (a plugin that needs GLIBC_2.34"
+    " needs an image of that generation, e.g. Ubuntu 22.04 or newer), where NCCL_NET_PLUGIN or LD_LIBRARY_PATH points"
+    " (the provider's own image or its installer, for gIB or TCPX); or unset NCCL_NET so that NCCL uses its own"
+    " IB or socket transport."
+)
 EFA_FIX = (
     "Make the EFA devices visible to the process: on EKS request the vpc.amazonaws.com/efa resource (the EFA device"
     " plugin), with docker pass them (--device=/dev/infiniband/uverbs0 ... for each), and check `fi_info -p efa` on"
@@ -174,6 +183,8 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
     """The RDMA path could not be used on a host: `Failed to open libibverbs` (a WARN before NCCL 2.11,
     an INFO after), `NET/IB : No device found`, a net plugin that failed to initialize (aws-ofi-nccl
     `initialization failed` or `Couldn't open a fabric provider`, `Failed to initialize NET plugin`),
+    a net plugin found but not loadable (a symbol it needs is missing: `version GLIBC_2.34 not found`), NCCL_NET
+    naming a network no plugin provides (`Error: network gIB not found.`: an error, init fails, on one host too),
     or InfiniBand switched off by NCCL_IB_DISABLE=1 / NCCL_NET=Socket. Error when a multi-host job
     then runs over NET/Socket (NET001), warning on a multi-host job otherwise, on a job whose other
     ranks may be on hosts the inputs lack, and on a host set up for RDMA (an external net plugin
@@ -223,11 +234,15 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
     # on one host the network carries nothing; but a host set up for RDMA (an external net plugin loaded) that
     # sees no device, or a job whose other ranks may be on hosts the inputs lack, will pay for it
     meant = any((p.net_plugin or "").startswith("loaded") for p in ctx.case.processes) or any(
-        p.kind.startswith("ofi_")
-        for p in ctx.case.rdma_problems  # aws-ofi-nccl was installed, and failed
+        p.kind.startswith("ofi_") or p.kind == "net_plugin_broken"
+        for p in ctx.case.rdma_problems  # aws-ofi-nccl or another plugin was installed, and failed
     )
-    if multi:
-        severity: Severity = "error" if socket_hosts else "warning"
+    # NCCL_NET naming a network no plugin provides stops init itself, on one host too
+    missing_net = any(p.kind == "net_not_found" for p in ctx.case.rdma_problems)
+    if missing_net:
+        severity: Severity = "error"
+    elif multi:
+        severity = "error" if socket_hosts else "warning"
     else:
         severity = "info" if ctx.single_host and not meant else "warning"
     hosts = sorted({host for items in kept.values() for host, _ in items if host})
@@ -251,12 +266,15 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
         message += f"; NCCL fell back to TCP sockets (NET/Socket) on {names(fallback)}"
     if severity == "info":
         message += "; harmless while the job stays on one host, where GPUs do not talk over the network"
+    elif missing_net:
+        pass  # init fails: nothing runs over TCP either
     elif not multi and meant:
         message += "; this host has an external net plugin, so it was set up for RDMA: a run over several hosts"
         message += " would go over TCP"
     elif not multi:
         message += "; the job's other ranks may run on hosts the inputs lack, which would talk over TCP"
     no_fabric = any(p.kind == "ofi_no_fabric" for p in ctx.case.rdma_problems)
+    plugin = any(p.kind in ("net_plugin_broken", "net_not_found") for p in ctx.case.rdma_problems)
     yield make_finding(
         "NET002",
         severity,
@@ -264,7 +282,7 @@ def rdma_unavailable(ctx: Context) -> Iterable[Finding]:
         evidence=shown_with(evidence, chosen),
         evidence_count=len({(e.source, e.line) for e in [*evidence, *chosen]}),
         hosts=hosts,
-        **({"fix": EFA_FIX} if no_fabric else {}),
+        **({"fix": EFA_FIX} if no_fabric else {"fix": PLUGIN_FIX} if plugin else {}),
     )
 
 
