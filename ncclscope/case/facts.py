@@ -249,6 +249,16 @@ def _socket(e: Event, path: str) -> Iterator[Fact]:
             "socket_failures",
             lambda: SocketFailure(problem="other", caller=caller, evidence=evidence_of(e, path), **base),
         )
+    elif e.family == "net_ofi" and "ofi_peer_unresponsive" in f:
+        # aws-ofi-nccl: EFA reached the peer but its connection handshake got no answer (the peer's security group,
+        # subnet or placement, or a peer process gone): a connection that failed, as a refused socket is
+        yield (
+            "socket_failures",
+            lambda: SocketFailure(
+                problem="connect_failed", caller="NET/OFI", call="handshake", errno_text="Unresponsive receiver",
+                evidence=evidence_of(e, path), **base,
+            ),
+        )  # fmt: skip
     elif e.family == "socket_failure":
         problem = next((SOCKET_PROBLEMS[k] for k in f if k in SOCKET_PROBLEMS), "other")
         printed_caller = f.get("socket_caller")
@@ -497,7 +507,7 @@ FACTS: dict[str, Callable[[Event, str], Iterator[Fact]]] = {
     "plugin_init_failed": _rdma,
     "net_not_found": _rdma,
     "net_plugin_line": _rdma,
-    "net_ofi": lambda e, p: chain(_rdma(e, p), _verbs(e, p)),
+    "net_ofi": lambda e, p: chain(_rdma(e, p), _verbs(e, p), _socket(e, p)),
     "call_failed": _verbs,
     "init_timings": _timings,
     "bootstrap_mismatch": _launch,

@@ -121,7 +121,8 @@ class IbCompletionError(Origin):
 
 
 class SocketFailure(Origin):
-    """A socket operation of NCCL's bootstrap, proxy or socket transport that failed (or is being retried)."""
+    """A socket operation of NCCL's bootstrap, proxy or socket transport that failed (or is being retried), or a
+    network plugin's connection to a peer that failed (aws-ofi-nccl: an EFA handshake no peer answered)."""
 
     level: str
     problem: Literal[

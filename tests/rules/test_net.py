@@ -490,3 +490,11 @@ def test_a_plugin_that_is_simply_absent_is_no_broken_plugin(tmp_path: Path) -> N
         "n1:11:11 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
     )
     assert findings_of("NET002", log) == []
+
+
+def test_an_efa_handshake_no_peer_answered_is_a_connection_failure() -> None:
+    (found,) = findings_of("NET006", "fixtures/net/efa_handshake_unresponsive.log")
+    assert found.severity == "error" and found.hosts == ["p5-a"]
+    assert found.message.startswith("EFA handshake unanswered, seen on p5-a")
+    assert "security group" in found.fix
+    assert findings_of("NET005", "fixtures/net/efa_handshake_unresponsive.log") == []

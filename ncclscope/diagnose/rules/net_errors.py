@@ -149,6 +149,17 @@ PROBLEM_KINDS = {
     "no_interface": ("no usable interface", "NCCL found no network interface to use: check NCCL_SOCKET_IFNAME"),
 }
 BOOTSTRAP = ("bootstrap error", "the ranks could not set up the job's bootstrap ring")
+EFA_FIX = (
+    "Let the instances' security group allow all inbound and outbound traffic from itself (EFA needs a rule that"
+    " names the group), keep the instances in one subnet and placement group, and check that every rank is still"
+    " running (a peer that died leaves its handshake unanswered)."
+)
+EFA_HANDSHAKE = (
+    "EFA handshake unanswered",
+    "aws-ofi-nccl reached the peer over EFA but its connection handshake got no answer (`Unresponsive receiver`): the"
+    " instances' security group does not allow all traffic within itself, they are not in one subnet or placement"
+    " group, or the peer process is gone (its own log then holds the first error)",
+)
 SOCKET_ERROR = ("socket error", "a socket operation failed")
 PEER_WORDS = {
     "connection refused": "by",
@@ -166,6 +177,8 @@ def connection_kind(failure: SocketFailure) -> tuple[str, str] | None:
         return None  # an internal check on the address NCCL built (RUN005)
     if failure.problem == "aborted":
         return None  # `socketProgressOpt: abort called`: the communicator's own abort (teardown), not the network
+    if failure.caller == "NET/OFI" and failure.call == "handshake":
+        return EFA_HANDSHAKE
     known = socket_errno(failure.errno_text)
     if known is not None:
         return known.label, known.meaning
@@ -258,6 +271,7 @@ def connection_failure(ctx: Context) -> Iterable[Finding]:
             evidence_count=len(items),
             hosts=hosts,
             ranks=ranks,
+            **({"fix": EFA_FIX} if group.kind == EFA_HANDSHAKE[0] else {}),
         )
 
 
