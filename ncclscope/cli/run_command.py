@@ -138,6 +138,10 @@ def run(
     from ncclscope.runner.rundir import default_run_dir
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if inspector is not None and not inspector.is_file():
+        err.print(f"ncclscope: --inspector {inspector}: no such file (the plugin's .so, built from NCCL's"
+                  " plugins/profiler/inspector)", markup=False)  # fmt: skip
+        raise typer.Exit(EXIT_USAGE)
     try:
         names = planning.collective_names(collectives)
         try:
@@ -148,7 +152,7 @@ def run(
             # a plan needs neither torch nor the binaries: print it for what was asked, and say what is missing
             sweep = _sweep(min_bytes, max_bytes, factor, iters, warmup, True)
             code = _plan_without_backend(
-                backend.value, names, launcher, hosts, ranks_per_host, sweep, nccl_tests_dir, out, err
+                backend.value, names, launcher, hosts, ranks_per_host, sweep, nccl_tests_dir, out, err, inspector
             )
             raise typer.Exit(code) from None
         # nccl-tests needs GPUs whatever is counted; torch uses gloo where none are found
@@ -162,10 +166,6 @@ def run(
     except (planning.PlanError, BackendError) as exc:
         err.print(f"ncclscope: {exc}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
-    if inspector is not None and not inspector.is_file():
-        err.print(f"ncclscope: --inspector {inspector}: no such file (the plugin's .so, built from NCCL's"
-                  " plugins/profiler/inspector)", markup=False)  # fmt: skip
-        raise typer.Exit(EXIT_USAGE)
     run_dir = out or default_run_dir()
     if pairs is not None:
         try:
@@ -206,6 +206,7 @@ def _plan_without_backend(
     nccl_tests_dir: Path | None,
     out: Path | None,
     err: "Console",
+    inspector: Path | None = None,
 ) -> int:
     """--dry-run on a machine with neither torch nor nccl-tests (a login node): the plan of each backend asked
     for, as it would run on GPU hosts, after one line per missing piece and how to get it; exit 0."""
@@ -220,7 +221,7 @@ def _plan_without_backend(
     run_dir = out or default_run_dir()
     for chosen in backends:
         layout = _layout(launcher, ranks_per_host or planning.PLAN_GPUS_PER_HOST, hosts)
-        env = debug_environment(run_dir, os.environ, hosts=layout.host_count)
+        env = debug_environment(run_dir, os.environ, hosts=layout.host_count, inspector=inspector)
         steps = planning.plan_steps(names, chosen.binaries, sweep, layout, env.names, "nccl", sys.executable)
         print(f"# plan for GPU hosts, {layout.ranks_per_host} GPUs each (--ranks-per-host to change)")
         _print_plan(chosen.name, env, steps, run_dir, planning.each_host_prefix(layout))
