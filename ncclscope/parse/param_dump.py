@@ -15,6 +15,7 @@ from lark.exceptions import LarkError
 from ncclscope.model import Evidence
 from ncclscope.parse.grammars import load, rule_text
 
+HEADER = "=== ncclParam Registry Dump ==="
 UNSET = "<unset>"
 BOOLEANS = {"true": "1", "false": "0"}  # a bool parameter prints true/false; the environment says 1/0
 
@@ -32,7 +33,7 @@ class ParamDumpReader:
     """Reads the lines of one input that belong to a parameter registry dump."""
 
     HINT_WORDS: tuple[str, ...] = ()
-    HINT_START = r"=== ncclParam Registry Dump ==="
+    HINT_START = HEADER
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -51,6 +52,8 @@ class ParamDumpReader:
         body = text.strip()
         if not body:
             return self._inside  # the empty line after each parameter
+        if not self._inside and not body.startswith(HEADER):
+            return False  # outside a dump only its header matters: no parse for the other lines of a job
         try:
             tree = load("param_dump").parse(body)
         except LarkError:
@@ -60,8 +63,6 @@ class ParamDumpReader:
         assert isinstance(kind, Tree)
         if kind.data == "header":
             self._inside = True
-        elif not self._inside:
-            return False  # a line of the dump's shape outside a dump: not ours to read
         elif kind.data == "key_line":
             self._key, self._type = rule_text(kind, "key"), rule_text(kind, "type_name")
         elif kind.data == "current_line" and self._key is not None:
