@@ -46,5 +46,7 @@ def number_ranges(numbers: Iterable[int], separator: str = ",") -> str:
 
 
 def plural(count: int, word: str) -> str:
-    """'1 host', '2 hosts', '0 hosts': a count with its noun (nouns with a plain plural only)."""
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    """'1 host', '2 hosts', '3 processes': a count with its noun (regular plurals: -es after s, x, ch, sh)."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {word}es" if word.endswith(("s", "x", "ch", "sh")) else f"{count} {word}s"

@@ -154,7 +154,7 @@ def _where(setting: EnvSetting) -> str:
         return f"NCCL's parameter dump at {setting.evidence.source}:{setting.evidence.line}"
     hosts = host_list(setting.hosts) or "unknown host"
     n = setting.processes
-    return f"{hosts} ({n} process{'es' if n != 1 else ''})"
+    return f"{hosts} ({plural(n, 'process')})"
 
 
 def _release_words(release: tuple[int, ...], parts: int = 3) -> str:

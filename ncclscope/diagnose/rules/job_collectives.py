@@ -211,7 +211,7 @@ def inspector_writes_nothing(ctx: Context) -> tuple[str, list[Evidence]] | None:
     processes = len({(s.host, s.pid) for s in silent})
     where = f" on {', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}" if hosts else ""
     what = (
-        f"NCCL Inspector is loaded in {processes} process{'es' if processes != 1 else ''}{where} but writes nothing:"
+        f"NCCL Inspector is loaded in {plural(processes, 'process')}{where} but writes nothing:"
         " its dump thread is off (NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS at its default, -1, starts none,"
         " and nothing is written at the end either), so the job's own collectives cannot be judged (BW001, HANG003);"
         " set it to a positive interval (10000: every 10 ms) with NCCL_INSPECTOR_DUMP_DIR, or run `ncclscope run"

@@ -150,7 +150,7 @@ def ib_port_events(ctx: Context) -> Iterable[Finding]:
         on = f" on {', '.join(devices)}" if devices else ""
         yield make_finding(
             "NET011", "error" if down else "warning",
-            f"on {host}{on}: {'; '.join(said)} ({len(ranks)} process{'es' if len(ranks) != 1 else ''}): "
+            f"on {host}{on}: {'; '.join(said)} ({plural(len(ranks), 'process')}): "
             + ("a port went down or an adapter failed under the job" if down else "the fabric changed under the job"),
             evidence=shown(w.evidence for w in items), evidence_count=len(items), hosts=[host] if host else [],
         )  # fmt: skip

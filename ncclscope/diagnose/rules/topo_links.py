@@ -25,7 +25,7 @@ from ncclscope.case.links import (
     smi_link,
     xml_link,
 )
-from ncclscope.common.words import number_ranges
+from ncclscope.common.words import number_ranges, plural
 from ncclscope.diagnose.expectations import platform_spec
 from ncclscope.diagnose.rules.context import EVIDENCE_SHOWN, Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -198,7 +198,7 @@ def _all_inactive(ctx: Context, group: list[NvlinkGpu]) -> Iterable[Finding]:
     spec = platform_spec(down[0].product)
     if up:
         most = max(len(g.active) for g in up)
-        where = f"where its {len(up)} peer{'s' if len(up) != 1 else ''} have {most} active"
+        where = f"where its {plural(len(up), 'peer')} have {most} active"
     elif spec is not None and spec.form in ("SXM", "Superchip") and spec.nvlink_links:
         where = f"where each {spec.key} module has {spec.nvlink_links} NVLinks to its NVSwitches or peers"
     else:
@@ -261,7 +261,7 @@ def _several_down(ctx: Context, down: list[NvlinkProblem]) -> Finding:
     lines = [e for p in down for e in p.evidence]
     return make_finding(
         "TOPO008", "error",
-        f"on {host}: {len(down)} GPUs have fewer active NVLinks than the {down[0].most} of their {down[0].peers}"
-        f" peer{'s' if down[0].peers != 1 else ''}: {'; '.join(parts)} ({NVLINK})",
+        f"on {host}: {len(down)} GPUs have fewer active NVLinks than the {down[0].most} of their"
+        f" {plural(down[0].peers, 'peer')}: {'; '.join(parts)} ({NVLINK})",
         evidence=shown(lines), evidence_count=len(lines), hosts=[host],
     )  # fmt: skip

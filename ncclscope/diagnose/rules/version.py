@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ncclscope.common.versions import nccl_version, version_from_code
-from ncclscope.common.words import number_ranges
+from ncclscope.common.words import number_ranges, plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Evidence, Finding, NcclMessage, Process
@@ -137,7 +137,7 @@ def _describe(procs: list[Process]) -> str:
         group = by_host[host]
         ranks = [r for p in group for r in p.ranks]
         n = len(group)
-        detail = f"{n} process{'es' if n != 1 else ''}"
+        detail = plural(n, "process")
         if ranks:
             detail += f", rank{'s' if len(set(ranks)) != 1 else ''} {rank_text(ranks)}"
         parts.append(f"{host} ({detail})")
@@ -159,7 +159,7 @@ def _mismatch_finding(
     if unknown:
         n = len(unknown)
         message += (
-            f" ({n} other process{'es' if n != 1 else ''} printed no version line: before NCCL 2.22 only rank 0"
+            f" ({plural(n, 'other process')} printed no version line: before NCCL 2.22 only rank 0"
             " prints it, so they are unknown, not different)"
         )
     procs = [p for group in values.values() for p in group]
