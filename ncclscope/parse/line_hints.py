@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol
 
-from ncclscope.parse.line_filter import LineFilter
 from ncclscope.parse.normalize import LAUNCHER_PREFIX_RE
 from ncclscope.parse.re2_pattern import escape, re2_compile
 
@@ -54,22 +53,12 @@ class OtherHints:
             found = any(word in line for word in self.words)
         return found or self.pattern.match(line) is not None
 
-    def wanted_lines(self, lines: list[bytes]) -> list[bool]:
-        """The test for many lines at once (one pass of line_filter.py)."""
-        found, opened = _filter(self).scan(lines)
-        return [k in found or k in opened for k in range(len(lines))]
-
 
 @cache
 def _words_search(hints: OtherHints) -> Any:
     """The hints' words as one RE2 alternation (its search method), or None where RE2 is not used."""
     compiled = re2_compile(b"|".join(escape(word) for word in hints.words))
     return compiled.search if compiled is not None else None
-
-
-@cache
-def _filter(hints: OtherHints) -> LineFilter:
-    return LineFilter(dict.fromkeys(hints.words, 1), hints.pattern)
 
 
 class LineSink(Protocol):
@@ -81,6 +70,11 @@ class LineSink(Protocol):
     def busy(self) -> bool: ...
 
     def __call__(self, line_no: int, text: str) -> None: ...
+
+    def take(self, line_no: int, text: str, wanted: bool | None) -> bool | None:
+        """One line whose cheap test the caller may have made (`wanted`); returns the test's answer where
+        it is known (made here or given), None where no reader needed it."""
+        ...
 
 
 @cache

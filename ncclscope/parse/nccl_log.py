@@ -377,6 +377,8 @@ class NcclLogParser:
             done = i
             if i in maybe:
                 yield i
+            elif sink is not None:  # the filter found what a reader wants: the sink need not test it again
+                sink.take(first_line + i, lines[i].decode("utf-8", "replace"), True)
             else:
                 on_other(first_line + i, lines[i].decode("utf-8", "replace"))
         if sink is not None and sink.busy:

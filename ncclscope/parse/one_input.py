@@ -188,8 +188,7 @@ class JoinedRanges:
         part.log.events = []
         if offset is not None:
             others = self._others
-            wanted = others.hints.wanted_lines([text.encode() for _, text in part.other])
-            for (line_no, text), want in zip(part.other, wanted, strict=True):
+            for line_no, text, want in part.other:  # the test made where the worker knew it, else here if needed
                 others.take(line_no + offset, text, want)
                 if line_no == part.lead_end and others.busy:
                     self.unsure = True  # something begun before the range goes on past the lines it kept

@@ -97,18 +97,20 @@ class OtherLines:
     def __call__(self, line_no: int, text: str) -> None:
         self.take(line_no, text, None)
 
-    def take(self, line_no: int, text: str, wanted: bool | None) -> None:
-        """One line; `wanted`: the cheap test's answer where the caller made it for many lines at once
-        (OtherHints.wanted_lines), None to make it here."""
+    def take(self, line_no: int, text: str, wanted: bool | None) -> bool | None:
+        """One line; `wanted`: the cheap test's answer where the caller knows it (the NCCL log parser's filter
+        found the line; a byte range's worker made it), None to make it here when it is needed. Returns the
+        answer where it is known, which a range's worker sends on with the line (split.py)."""
         if "\ufffd" in text:
             self.invalid_utf8 += 1
         if line_hints.CHEAP_TEST and not self.busy and text:
             if wanted is None:
                 wanted = self.hints.wanted(text.encode())
             if not wanted:
-                return  # no reader waits on a line and this one holds nothing any of them looks for
+                return False  # no reader waits on a line and this one holds nothing any of them looks for
         self._read(line_no, text)
         self.busy = any(reader.busy for reader in self._readers)
+        return wanted
 
     def _read(self, line_no: int, text: str) -> None:
         if not text:

@@ -40,7 +40,7 @@ class RangePart:
 
     log: LogResult
     stats: ReadStats
-    other: list[tuple[int, str]] = field(default_factory=list)
+    other: list[tuple[int, str, bool | None]] = field(default_factory=list)  # line, text, the cheap test's answer
     too_much_other: bool = False
     lead_end: int | None = None  # the last of the range's first other lines, all kept (RangeKeeper); None: all were
     skipped_lines: int = 0  # lines of blocks that hold nothing any reader takes (parse/junk.py)
@@ -139,16 +139,21 @@ class RangeKeeper:
         return self._lead > 0 or self._readers.busy
 
     def __call__(self, line_no: int, text: str) -> None:
+        self.take(line_no, text, None)
+
+    def take(self, line_no: int, text: str, wanted: bool | None) -> bool | None:
         part = self._part
         if len(part.other) >= OTHER_LINES_KEEP:
             part.too_much_other = True
-            return
-        part.other.append((line_no, text))
+            return wanted
         if self._lead > 0:
             self._lead -= 1
             if not self._lead:
                 part.lead_end = line_no
-        self._readers(line_no, text)
+        # the cheap test's answer goes with the line: the reader after the join need not make it again
+        wanted = self._readers.take(line_no, text, wanted)
+        part.other.append((line_no, text, wanted))
+        return wanted
 
 
 def parse_range(item: InputFile) -> RangePart:
