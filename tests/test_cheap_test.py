@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from ncclscope.case.read import read_case
+from ncclscope.inputs import opening
 from ncclscope.inputs.opening import InputFile
-from ncclscope.parse import line_hints, split, workers
+from ncclscope.parse import line_hints, nccl_log, split, workers
+from ncclscope.parse.nccl_log import NcclLogParser
 from ncclscope.parse.word_scan import WordScan
 
 from conftest import REPO
@@ -147,3 +149,85 @@ def test_the_other_readers_inputs_mangled_give_the_same_case_with_the_cheap_test
         mangled = tmp_path / f"{path.stem}.txt"
         mangled.write_bytes(VARIANTS[variant](path.read_bytes()))
         assert _case([str(mangled)], True) == _case([str(mangled)], False), (path, variant)
+
+
+def _case_sparse(paths: list[str], sparse: bool, jobs: int = 1) -> dict:
+    nccl_log.SPARSE = sparse
+    try:
+        return read_case(paths, jobs=jobs).case.model_dump()
+    finally:
+        nccl_log.SPARSE = True
+
+
+@pytest.fixture
+def sparse_blocks(monkeypatch: pytest.MonkeyPatch) -> list[range]:
+    """The lines of each block read the sparse way."""
+    blocks: list[range] = []
+    feed = NcclLogParser._feed_sparse
+
+    def counted(self: NcclLogParser, data: bytes, first_line: int) -> None:
+        blocks.append(range(first_line, first_line + data.count(b"\n") + 1))
+        feed(self, data, first_line)
+
+    monkeypatch.setattr(NcclLogParser, "_feed_sparse", counted)
+    return blocks
+
+
+def test_every_input_read_the_sparse_way_gives_the_case_read_line_by_line(
+    generated: dict[str, Path], sparse_blocks: list[int]
+) -> None:
+    """Issue 42: where most lines are other programs' text, a block's lines of interest are found in one pass
+    and the rest are never split out (nccl_log.NcclLogParser._sparse); that must change nothing. The sparse way
+    is taken for many of these inputs (each is one block), so each shows it."""
+    files = [*_text_files(FIXTURES), *(_text_files(CORPUS) if CORPUS.is_dir() else []), *generated.values()]
+    used = 0
+    for path in files:
+        before = len(sparse_blocks)
+        assert _case_sparse([str(path)], True) == _case_sparse([str(path)], False), path
+        used += len(sparse_blocks) > before
+    assert used > 60, used
+
+
+def test_the_sparse_way_keeps_autolinks_tracebacks_damaged_text_and_bare_messages(
+    tmp_path: Path, sparse_blocks: list[range], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the sparse way must treat as the way line by line does, in one input of mostly other text read in
+    small blocks: an autolinked file name in NCCL's lines, a traceback whose lines wait on each other, blank
+    lines, a last line of other text. A block that is not valid UTF-8 is read line by line, and so is every
+    block after a bare NCCL message (no "CCL" in it: a line like it could be a record)."""
+    monkeypatch.setattr(opening, "BLOCK_BYTES", 2048)
+    job = [f"step {k}/500 | loss {7 - k / 100:.4f} | lr 3.0e-04" for k in range(300)]
+    head = "node01:4242:4242 [0] NCCL INFO"
+    nccl = [
+        f"{head} [net.cc:12](http://net.cc:12/) NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+        f"{head} Channel 00/02 :    0   1",
+        f"{head} comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1234 - Init COMPLETE",
+    ]
+    traceback = [
+        "Traceback (most recent call last):",
+        '  File "/srv/train.py", line 88, in <module>',
+        "    main()",
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+    ]
+    text = [*job[:100], *nccl, "", *job[100:150], *traceback, "", *job[150:]]
+    plain = tmp_path / "job.log"
+    plain.write_text("\n".join(text) + "\n")
+    damaged_line = text.index(job[120]) + 1
+    damaged = tmp_path / "damaged.log"
+    damaged.write_bytes(plain.read_bytes().replace(b"step 120/", b"step \xff120/"))
+    bare_text = [*job[:100], *nccl, *job[100:110], "NET/IB : No device found.", *job[110:]]
+    bare_line = bare_text.index("NET/IB : No device found.") + 1
+    bare = tmp_path / "bare.log"
+    bare.write_text("\n".join(bare_text) + "\n")
+    for path in (plain, damaged, bare):
+        sparse_blocks.clear()
+        case = _case_sparse([str(path)], True)
+        assert case == _case_sparse([str(path)], False), path.name
+        assert len(sparse_blocks) >= 2, path.name
+        if path is plain:
+            assert case["framework"] and case["processes"] and case["processes"][0]["bootstrap_interface"] is None
+            assert any(damaged_line in block for block in sparse_blocks)
+        elif path is damaged:
+            assert not any(damaged_line in block for block in sparse_blocks)
+        else:
+            assert all(block.start <= bare_line for block in sparse_blocks)

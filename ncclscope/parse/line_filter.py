@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from functools import partial
 from itertools import accumulate
 from typing import Any
 
@@ -96,3 +97,70 @@ class LineFilter:
             if m is not None:
                 opened[k] = m
         return found, opened
+
+
+class LinesOfInterest:
+    """The lines of a whole block that hold one of a set of words or whose start an expression may match, found
+    in one RE2 pass over the block's bytes that stops once per such line (each match runs on to the line's end),
+    so that the lines between cost no Python code at all. Used where most lines are other programs' text
+    (nccl_log.py, the sparse way); None of it without RE2 (`usable`)."""
+
+    def __init__(self, words: list[bytes], start: re.Pattern[bytes]) -> None:
+        self._match: Any = None
+        self._finditer: Any = None
+        if not re2_pattern.ENABLED:
+            return
+        try:
+            start_source = to_re2(start).encode("latin-1")
+        except Untranslatable:
+            return
+        chosen = sorted(words, key=len, reverse=True)
+        source = b"(?m)(?:^(?:" + start_source + b")|" + b"|".join(escape(w) for w in chosen) + b")[^\n]*"
+        compiled = re2_compile(source)
+        if compiled is None:
+            return
+        self._finditer = compiled.finditer
+        # google-re2's finditer builds a match object per match in Python; its compiled expression's own
+        # Match call gives the span alone, a third cheaper per line (used where that private API is there)
+        regexp = getattr(compiled, "_regexp", None)
+        anchor = getattr(getattr(re2_pattern.re2, "_Anchor", None), "UNANCHORED", None)
+        if regexp is not None and anchor is not None and hasattr(regexp, "Match"):
+            self._match = partial(regexp.Match, anchor)
+
+    @property
+    def usable(self) -> bool:
+        return self._finditer is not None
+
+    def find(self, data: bytes) -> tuple[list[int], list[int], list[int], int]:
+        """(index, first byte, end) of each line of interest in `data` (lines joined by b'\\n'), in order, and the
+        number of lines in `data`."""
+        indices: list[int] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        count, rfind = data.count, data.rfind
+        k = at = line_start = 0  # the line at byte `at`, where it starts
+        for where, end in self._spans(data):
+            newlines = count(b"\n", at, where)
+            if newlines:
+                k += newlines
+                line_start = rfind(b"\n", at, where) + 1
+            indices.append(k)
+            starts.append(line_start)
+            ends.append(end)
+            at = end  # a match ends where its line does
+        return indices, starts, ends, k + count(b"\n", at) + 1
+
+    def _spans(self, data: bytes) -> Iterator[tuple[int, int]]:
+        size = len(data)
+        if self._match is None:
+            for m in self._finditer(data):
+                yield m.span()
+            return
+        match = self._match
+        at = 0
+        while at <= size:
+            ((where, end),) = match(data, at, size)
+            if where < 0:
+                return
+            yield where, end
+            at = end + 1 if end == where else end  # an empty match (an empty line): step over it

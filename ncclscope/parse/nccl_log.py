@@ -18,7 +18,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,7 @@ from ncclscope.parse.fields import (
     spans_of,
     transport_of,
 )
-from ncclscope.parse.line_filter import LineFilter
+from ncclscope.parse.line_filter import LineFilter, LinesOfInterest
 from ncclscope.parse.line_hints import LINE_LEAD, LineSink, OtherHints
 from ncclscope.parse.log_records import (
     DAMAGED_REASONS,
@@ -65,6 +65,7 @@ from ncclscope.parse.log_records import (
 )
 from ncclscope.parse.moves import coarse_template, event_of, moved_shape, unique_rows
 from ncclscope.parse.normalize import (
+    AUTOLINK_MARK,
     CUT_MARKER_RE,
     CUT_PREFIX_RE,
     CleanLine,
@@ -79,11 +80,21 @@ from ncclscope.parse.templates import (
     TEMPLATES_PER_SKELETON,
     WORD_SKELETON,
     Template,
+    fixed_holds,
     template_of,
 )
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
+
+# A block is read the sparse way (NcclLogParser._sparse) where, in its first bytes, under one line in
+# SPARSE_MAX_SHARE holds "CCL": there, passing over the other lines in one automaton run costs less than
+# looking at each line
+SPARSE = True  # the tests turn the sparse way off to show that it changes no Case
+SPARSE_SAMPLE_BYTES = 64 * 1024
+SPARSE_MAX_SHARE = 3
+# a block's lines: all of them (a list), or those of interest by their index in the block (the sparse way)
+Lines = list[bytes] | dict[int, bytes]
 
 MAX_LINE_BYTES = 16 * 1024  # NCCL lines are < 1 KiB (< 4 KiB since 2.29): longer ones are reported, not parsed
 
@@ -205,6 +216,14 @@ def _census_record(message: str) -> tuple[str, dict[str, Any], Span | None] | No
 
 
 @cache
+def _lines_of_interest(hints: OtherHints | None) -> LinesOfInterest:
+    """The sparse way's one pass (NcclLogParser._sparse): the lines that hold "CCL" or an autolink (undone
+    before anything else looks at the line), or anything the filter of _line_filter finds."""
+    words = [b"CCL", AUTOLINK_MARK, *NCCL_WORDS, *(hints.words if hints is not None else ())]
+    return LinesOfInterest(list(dict.fromkeys(words)), line_start(hints))
+
+
+@cache
 def _line_filter(hints: OtherHints | None) -> LineFilter:
     """One filter of a block for both: NCCL's words (tag 1) and the other readers' (tag 2), and the starts
     of line_start."""
@@ -227,6 +246,9 @@ class ShapeBook:
     coarse_words: dict[bytes, bytes | None] = field(default_factory=dict)
     coll_scan: CollScan | None = None  # the coarse templates as one expression (coll_scan.py), made on use
     host_ids: dict[bytes, int] = field(default_factory=dict)
+    # shapes and templates of records that a line without "CCL" could match (a bare message's): while there is
+    # one, a block is not read the sparse way (NcclLogParser._sparse)
+    unanchored: int = 0
 
 
 class NcclLogParser:
@@ -271,14 +293,14 @@ class NcclLogParser:
 
     def feed_block(self, data: bytes, first_line: int) -> None:
         """`data` holds whole lines separated by b'\\n' (no trailing newline)."""
+        if self._sparse(data):  # (markdown's autolinks undone line by line: the filter finds them)
+            self._feed_sparse(data, first_line)
+            return
         data = unwrap_autolinks(data)
         lines = data.split(b"\n")
         words = data.translate(WORD_SKELETON).split(b"\n")
-        groups: dict[LineShape, list[int]] = {}
         by_word: dict[bytes, list[int]] = {}
-        by_coarse: dict[bytes, list[int]] = {}
         templates = self._templates
-        coarse_words = self._coarse_words
         rest: list[int] = []  # the lines no template reads
         for i, word in enumerate(words):
             if word in templates:  # the hot path: a line of a known word skeleton (see templates.py)
@@ -290,7 +312,75 @@ class NcclLogParser:
                 continue
             rest.append(i)
         maybe_nccl, loud = self._sort_out(data, lines, rest)
-        for i in self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line):
+        quiet = partial(self._quiet_while_busy, rest, lines=lines, first_line=first_line)
+        maybe_lines = self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line, quiet)
+        self._read_lines(lines, words, by_word, maybe_lines, first_line)
+        self._note_last(lines, first_line)
+
+    def _sparse(self, data: bytes) -> bool:
+        """Whether a block is read the sparse way: only its lines of interest are split out and looked at
+        (LinesOfInterest), the rest cost one pass of the automaton. It gives what the way line by line gives
+        where no line without NCCL's name can be an NCCL record: every learnt shape and template of a record
+        holds "CCL" where each line it reads does (ShapeBook.unanchored), and the filter finds every line that
+        holds "CCL"; and where the block is valid UTF-8 (else every line goes to the readers, who count the
+        damaged ones). It pays where most lines are other programs' text: judged on the block's first bytes."""
+        if not (SPARSE and line_hints.CHEAP_TEST and self._sink is not None) or self._book.unanchored:
+            return False
+        sample = data[:SPARSE_SAMPLE_BYTES]
+        if sample.count(b"CCL") * SPARSE_MAX_SHARE > sample.count(b"\n") + 1:
+            return False
+        return _lines_of_interest(self._sink.hints).usable and _valid_utf8(data)
+
+    def _feed_sparse(self, data: bytes, first_line: int) -> None:
+        """The block's lines of interest read as feed_block reads every line; the others are quiet lines."""
+        indices, starts, ends, count = _lines_of_interest(self._sink.hints if self._sink else None).find(data)
+        lines = {i: unwrap_autolinks(data[a:b]) for i, a, b in zip(indices, starts, ends, strict=True)}
+        words = {i: line.translate(WORD_SKELETON) for i, line in lines.items()}
+        by_word: dict[bytes, list[int]] = {}
+        templates = self._templates
+        rest: list[int] = []
+        for i in indices:
+            word = words[i]
+            if word in templates:
+                by_word.setdefault(word, []).append(i)
+            else:
+                rest.append(i)
+        read_by_templates = {i for indices_of in by_word.values() for i in indices_of}
+        maybe_nccl, loud = self._sort_out(data, lines, rest, valid_utf8=True)
+        ends_of = dict(zip(indices, ends, strict=True))
+
+        def quiet(after: int, before: int | None) -> None:
+            """The lines after line `after` (and before `before`) but those the templates read, to the other
+            readers while one waits: found by their line breaks from the end of line `after`."""
+            at = ends_of[after] + 1 if after >= 0 else 0
+            i = after + 1
+            stop = count if before is None else before
+            while i < stop and self._sink_busy():
+                end = data.find(b"\n", at)
+                end = len(data) if end < 0 else end
+                if i not in read_by_templates:
+                    self._on_other(first_line + i, unwrap_autolinks(data[at:end]).decode("utf-8", "replace"))
+                at = end + 1
+                i += 1
+
+        maybe_lines = self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line, quiet)
+        self._read_lines(lines, words, by_word, maybe_lines, first_line)
+        self._note_last_sparse(data, count, first_line)
+
+    def _read_lines(
+        self,
+        lines: Lines,
+        words: Lines,
+        by_word: dict[bytes, list[int]],
+        maybe_nccl: Iterator[int],
+        first_line: int,
+    ) -> None:
+        """The lines of a block that templates read (`by_word`) and those that may be NCCL's, read."""
+        groups: dict[LineShape, list[int]] = {}
+        by_coarse: dict[bytes, list[int]] = {}
+        templates = self._templates
+        coarse_words = self._coarse_words
+        for i in maybe_nccl:
             word = words[i]
             if word in templates:  # learnt from a line above in this block
                 by_word.setdefault(word, []).append(i)
@@ -327,9 +417,10 @@ class NcclLogParser:
             self._emit_group(shape, [lines[i] for i in indices], [first_line + i for i in indices])
         if self._coll_rows:  # the rows hold their lines: reduced now, the block's memory goes back whole
             self._reduce_coll_calls()
-        self._note_last(lines, first_line)
 
-    def _sort_out(self, data: bytes, lines: list[bytes], rest: list[int]) -> tuple[set[int], set[int] | None]:
+    def _sort_out(
+        self, data: bytes, lines: Lines, rest: list[int], valid_utf8: bool | None = None
+    ) -> tuple[set[int], set[int] | None]:
         """Of the lines no template reads: those that may hold NCCL's text, and those that another reader
         wants (None: every line, as where no reader says what it wants, or in a block that is not valid
         UTF-8, whose lines the reader counts). The other lines are quiet: no reader wants them unless one
@@ -352,12 +443,18 @@ class NcclLogParser:
                 maybe.add(others[k])
             else:
                 wanted.add(others[k])
-        if hints is None or not _valid_utf8(data):
+        if hints is None or not (_valid_utf8(data) if valid_utf8 is None else valid_utf8):
             return maybe, None
         return maybe, wanted
 
     def _nccl_or_wanted(
-        self, rest: list[int], maybe: set[int], loud: set[int] | None, lines: list[bytes], first_line: int
+        self,
+        rest: list[int],
+        maybe: set[int],
+        loud: set[int] | None,
+        lines: Lines,
+        first_line: int,
+        quiet: Callable[[int, int | None], None],
     ) -> Iterator[int]:
         """The lines of `rest` that may be NCCL's, in order; on the way the others go to the other readers:
         those that are wanted, and the quiet ones while a reader waits on the next line."""
@@ -373,7 +470,7 @@ class NcclLogParser:
         done = -1  # the last line handled
         for i in sorted(maybe | loud):
             if sink is not None and sink.busy:  # the quiet lines before this one, while a reader waits on them
-                self._quiet_while_busy(rest, done, i, lines, first_line)
+                quiet(done, i)
             done = i
             if i in maybe:
                 yield i
@@ -382,10 +479,10 @@ class NcclLogParser:
             else:
                 on_other(first_line + i, lines[i].decode("utf-8", "replace"))
         if sink is not None and sink.busy:
-            self._quiet_while_busy(rest, done, None, lines, first_line)
+            quiet(done, None)
 
     def _quiet_while_busy(
-        self, rest: list[int], after: int, before: int | None, lines: list[bytes], first_line: int
+        self, rest: list[int], after: int, before: int | None, *, lines: list[bytes], first_line: int
     ) -> None:
         """The lines of `rest` after line `after` (and before `before`) to the other readers while one waits."""
         at = bisect_right(rest, after)
@@ -400,7 +497,7 @@ class NcclLogParser:
     def _exact(
         self,
         i: int,
-        lines: list[bytes],
+        lines: Lines,
         word: bytes,
         groups: dict[LineShape, list[int]],
         first_line: int,
@@ -423,6 +520,9 @@ class NcclLogParser:
                 self._coarse_templates.clear()
                 self._coarse_words.clear()
                 self._book.coll_scan = None
+                self._book.unanchored = 0
+            if shape.records and b"CCL" not in skeleton:  # a skeleton keeps every letter of the lines it reads
+                self._book.unanchored += 1
             cache[skeleton] = shape
         if shape.plain and shape.recognized:
             known = self._templates.setdefault(word, [])
@@ -432,6 +532,8 @@ class NcclLogParser:
                 and not any(t.shape is shape for t in known)  # the same template would refuse the same lines
             ):
                 known.append(template_of(shape, shape.kind))
+                if not fixed_holds(shape.exemplar, shape.kind, b"CCL"):
+                    self._book.unanchored += 1
             if len(shape.records) == 1 and shape.records[0].family in COARSE_FAMILIES:
                 self._add_coarse(word, shape)
         if not shape.records:
@@ -447,7 +549,7 @@ class NcclLogParser:
         self,
         word: bytes,
         indices: list[int],
-        lines: list[bytes],
+        lines: Lines,
         groups: dict[LineShape, list[int]],
         first_line: int,
     ) -> None:
@@ -565,8 +667,8 @@ class NcclLogParser:
     def _match_coarse(
         self,
         indices: list[int],
-        lines: list[bytes],
-        words: list[bytes],
+        lines: Lines,
+        words: Lines,
         groups: dict[LineShape, list[int]],
         first_line: int,
     ) -> None:
@@ -597,23 +699,35 @@ class NcclLogParser:
     def _note_last(self, lines: list[bytes], first_line: int) -> None:
         """What the last non-empty line of the block is (truncation: does the input stop mid-listing?)."""
         for i in range(len(lines) - 1, -1, -1):
-            if not lines[i].strip():
-                continue
-            shape = self._cache.get(lines[i].translate(DIGITS_TO_ZERO))
-            if shape is None and len(lines[i]) <= MAX_LINE_BYTES:
-                shape = self._shape_for_new_skeleton(lines[i])
-            if shape is None or not shape.records:
-                self._result.last = (first_line + i, "")
-            elif not shape.recognized:
-                # "?": a whole record whose message is new to us (NCCL adds messages in every release,
-                # often at teardown); None: a fragment, or a record that stops inside its prefix
-                unknown = all(
-                    r.reason == "unknown message" and not r.stops_early for r in shape.records if r.family is None
-                )
-                self._result.last = (first_line + i, "?" if unknown else None)
-            else:
-                self._result.last = (first_line + i, record_kind(shape.records[-1]))
-            return
+            if lines[i].strip():
+                self._note_last_line(first_line + i, lines[i])
+                return
+
+    def _note_last_sparse(self, data: bytes, count: int, first_line: int) -> None:
+        """_note_last for a block read the sparse way: its lines found from its end by their line breaks."""
+        end = len(data)
+        for i in range(count - 1, -1, -1):
+            start = data.rfind(b"\n", 0, end) + 1
+            if data[start:end].strip():
+                self._note_last_line(first_line + i, unwrap_autolinks(data[start:end]))
+                return
+            end = start - 1
+
+    def _note_last_line(self, line_no: int, line: bytes) -> None:
+        shape = self._cache.get(line.translate(DIGITS_TO_ZERO))
+        if shape is None and len(line) <= MAX_LINE_BYTES:
+            shape = self._shape_for_new_skeleton(line)
+        if shape is None or not shape.records:
+            self._result.last = (line_no, "")
+        elif not shape.recognized:
+            # "?": a whole record whose message is new to us (NCCL adds messages in every release,
+            # often at teardown); None: a fragment, or a record that stops inside its prefix
+            unknown = all(
+                r.reason == "unknown message" and not r.stops_early for r in shape.records if r.family is None
+            )
+            self._result.last = (line_no, "?" if unknown else None)
+        else:
+            self._result.last = (line_no, record_kind(shape.records[-1]))
 
     def _overlong(self, line_no: int, line: bytes) -> None:
         if b"NCCL " in line:

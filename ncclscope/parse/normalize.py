@@ -29,12 +29,13 @@ NUL_RE = re.compile(r"\x00+")
 # a file name that a markdown renderer turned into a link to itself: [net.cc:1137](http://net.cc:1137/)
 AUTOLINK_RE = re.compile(r"\[([^\[\]\s]{1,200})\]\(https?://\1/?\)")
 AUTOLINK_BYTES_RE = re.compile(AUTOLINK_RE.pattern.encode())
+AUTOLINK_MARK = b"](http"  # in every autolink; an autolink never crosses a line break
 
 
 def unwrap_autolinks(data: bytes) -> bytes:
     """A block of lines with every autolink replaced by its text (line breaks are kept). The parser
     reads fields by position, so a link around a file name is undone before, not mapped around."""
-    return AUTOLINK_BYTES_RE.sub(rb"\1", data) if b"](http" in data else data
+    return AUTOLINK_BYTES_RE.sub(rb"\1", data) if AUTOLINK_MARK in data else data
 
 
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"

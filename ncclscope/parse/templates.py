@@ -148,3 +148,14 @@ def _classify(raw: bytes, span: Span, digit_spans: list[Span], hex_spans: list[S
 def _is_hex(text: bytes) -> bool:
     """A hex number: `0x` and hex digits, or hex digits with at least one decimal digit (`9a000`, not `add`)."""
     return bool(_HEX.fullmatch(text)) and (text.startswith(b"0x") or any(c in b"0123456789" for c in text))
+
+
+def fixed_holds(raw: bytes, kind: np.ndarray, word: bytes) -> bool:
+    """Whether every line a template of `raw` reads holds `word` where `raw` does: somewhere all its bytes are
+    fixed columns (`kind` 0, value_columns), not a value or the host name."""
+    at = raw.find(word)
+    while at != -1:
+        if not kind[at : at + len(word)].any():
+            return True
+        at = raw.find(word, at + 1)
+    return False
