@@ -90,6 +90,7 @@ _PROGRAM_SUFFIX = re.compile(r"_(?:perf(?:_mpi)?|test)$")
 # name as the grammar's INVOCATION_LEAD looks ahead for it
 _LEAD = terminal_regex("nccl_tests", "INVOCATION_LEAD")
 _INVOCATION = re.compile(_LEAD[_LEAD.rindex("(?=") + 3 : -1])
+_TRACEBACK_FRAME = re.compile(r'\s*File "[^"]*", line \d+, in ')
 
 
 class _Section(IntEnum):
@@ -471,7 +472,8 @@ class NcclTestsReader:
                 return self._info(lineno, text)
             if ("failure" in text or "timeout" in text) and _FAILURE.search(text):
                 return self._failure(lineno, text)
-            if ("_perf" in text or "_test" in text) and _INVOCATION.search(text):
+            # (a traceback's `File "...", line 9, in eval_test` names a function, not a program)
+            if ("_perf" in text or "_test" in text) and not _TRACEBACK_FRAME.match(text) and _INVOCATION.search(text):
                 return self._invocation(lineno, text)
         except (LarkError, ValueError, KeyError, IndexError, OverflowError):
             return False

@@ -26,8 +26,10 @@ EVIDENCE_ORDER = {"type": 0, "hops": 1, "numa": 2}  # a GPU's lines shown as evi
 class RocmSmiTopologyReader:
     """Reads the lines of one input that belong to `rocm-smi --showtopo` output."""
 
-    HINT_WORDS: tuple[str, ...] = (TITLE, "between two GPUs", "(Topology) Numa")
-    HINT_START = r"={3,}"
+    # its banners name it or a section; a line of '=' alone is another program's separator (until the report
+    # has begun: then every line is read, busy)
+    HINT_WORDS: tuple[str, ...] = (TITLE, "between two GPUs", "(Topology) Numa", "Numa Nodes")
+    HINT_START = ""
 
     def __init__(self, source: str) -> None:
         self.source = source
