@@ -19,6 +19,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 
 from ncclscope.parse.grammars import terminal_regex
+from ncclscope.parse.re2_pattern import re2_compile
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]{0,32}[A-Za-z]|\x1b\][^\x07]{0,512}\x07")
 # what a terminal or a log collector appends to a line: tmux's copy-mode position "   [22/1819]",
@@ -30,12 +31,18 @@ NUL_RE = re.compile(r"\x00+")
 AUTOLINK_RE = re.compile(r"\[([^\[\]\s]{1,200})\]\(https?://\1/?\)")
 AUTOLINK_BYTES_RE = re.compile(AUTOLINK_RE.pattern.encode())
 AUTOLINK_MARK = b"](http"  # in every autolink; an autolink never crosses a line break
+# RE2 finds a literal with memchr, three times as fast as `in` over a block of a log (issue 42)
+_AUTOLINK_SEARCH = re2_compile(re.escape(AUTOLINK_MARK))
 
 
 def unwrap_autolinks(data: bytes) -> bytes:
     """A block of lines with every autolink replaced by its text (line breaks are kept). The parser
     reads fields by position, so a link around a file name is undone before, not mapped around."""
-    return AUTOLINK_BYTES_RE.sub(rb"\1", data) if AUTOLINK_MARK in data else data
+    if _AUTOLINK_SEARCH is not None:
+        found = _AUTOLINK_SEARCH.search(data) is not None
+    else:
+        found = AUTOLINK_MARK in data
+    return AUTOLINK_BYTES_RE.sub(rb"\1", data) if found else data
 
 
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
