@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from itertools import accumulate
 from typing import Any
@@ -47,6 +47,7 @@ class LineFilter:
         # at a line's start the start expression is tried first: its match there is never hidden by a word's
         source = b"(?m)^(?:" + start_source + b")|" + b"|".join(escape(w) for w in chosen)
         self._re2_pass = re2_compile(source)
+        self._spans = spans_of(self._re2_pass)
 
     def scan(self, lines: list[bytes], skip_start: int = 0) -> tuple[dict[int, int], dict[int, re.Match[bytes]]]:
         """Of `lines`: index -> the tags of the words it holds (for those that hold any), and index -> the
@@ -61,14 +62,13 @@ class LineFilter:
         found: dict[int, int] = {}
         at_start: list[int] = []  # lines with a match at their start: the start expression's, or a word's
         hidden = self._hidden
-        for m in self._re2_pass.finditer(data):
-            where = m.start()
+        for where, end in self._spans(data):
             k = bisect_right(starts, where) - 1
             if where == starts[k]:
                 if not at_start or at_start[-1] != k:
                     at_start.append(k)
             else:
-                found[k] = found.get(k, 0) | hidden[m.group()]
+                found[k] = found.get(k, 0) | hidden[data[where:end]]
         match = self._start
         tags_of = self._word_scan.tags
         opened: dict[int, re.Match[bytes]] = {}
@@ -106,8 +106,7 @@ class LinesOfInterest:
     (nccl_log.py, the sparse way); None of it without RE2 (`usable`)."""
 
     def __init__(self, words: list[bytes], start: re.Pattern[bytes]) -> None:
-        self._match: Any = None
-        self._finditer: Any = None
+        self._spans: Callable[[bytes], Iterator[tuple[int, int]]] | None = None
         if not re2_pattern.ENABLED:
             return
         try:
@@ -119,17 +118,11 @@ class LinesOfInterest:
         compiled = re2_compile(source)
         if compiled is None:
             return
-        self._finditer = compiled.finditer
-        # google-re2's finditer builds a match object per match in Python; its compiled expression's own
-        # Match call gives the span alone, a third cheaper per line (used where that private API is there)
-        regexp = getattr(compiled, "_regexp", None)
-        anchor = getattr(getattr(re2_pattern.re2, "_Anchor", None), "UNANCHORED", None)
-        if regexp is not None and anchor is not None and hasattr(regexp, "Match"):
-            self._match = partial(regexp.Match, anchor)
+        self._spans = spans_of(compiled)
 
     @property
     def usable(self) -> bool:
-        return self._finditer is not None
+        return self._spans is not None
 
     def find(self, data: bytes) -> tuple[list[int], list[int], list[int], int]:
         """(index, first byte, end) of each line of interest in `data` (lines joined by b'\\n'), in order, and the
@@ -139,6 +132,7 @@ class LinesOfInterest:
         ends: list[int] = []
         count, rfind = data.count, data.rfind
         k = at = line_start = 0  # the line at byte `at`, where it starts
+        assert self._spans is not None, "usable only"
         for where, end in self._spans(data):
             newlines = count(b"\n", at, where)
             if newlines:
@@ -150,17 +144,25 @@ class LinesOfInterest:
             at = end  # a match ends where its line does
         return indices, starts, ends, k + count(b"\n", at) + 1
 
-    def _spans(self, data: bytes) -> Iterator[tuple[int, int]]:
+
+def spans_of(compiled: Any) -> Callable[[bytes], Iterator[tuple[int, int]]]:
+    """The (start, end) of every match of a compiled RE2 expression in a block, in order. google-re2's
+    finditer builds a match object per match in Python; the compiled expression's own Match call gives the
+    spans alone, a third cheaper per match (used where that private API is there, else finditer)."""
+    regexp = getattr(compiled, "_regexp", None)
+    anchor = getattr(getattr(re2_pattern.re2, "_Anchor", None), "UNANCHORED", None)
+    if regexp is None or anchor is None or not hasattr(regexp, "Match"):
+        return lambda data: (m.span() for m in compiled.finditer(data))
+    match = partial(regexp.Match, anchor)
+
+    def spans(data: bytes) -> Iterator[tuple[int, int]]:
         size = len(data)
-        if self._match is None:
-            for m in self._finditer(data):
-                yield m.span()
-            return
-        match = self._match
         at = 0
         while at <= size:
             ((where, end),) = match(data, at, size)
             if where < 0:
                 return
             yield where, end
-            at = end + 1 if end == where else end  # an empty match (an empty line): step over it
+            at = end + 1 if end == where else end  # an empty match: step over it, as finditer does
+
+    return spans
