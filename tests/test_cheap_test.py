@@ -231,3 +231,23 @@ def test_the_sparse_way_keeps_autolinks_tracebacks_damaged_text_and_bare_message
             assert not any(damaged_line in block for block in sparse_blocks)
         else:
             assert all(block.start <= bare_line for block in sparse_blocks)
+
+
+def test_text_that_is_not_utf8_gives_the_same_case_with_the_cheap_test_and_without(tmp_path: Path) -> None:
+    """A damaged byte in a block of NCCL's lines, in one of them or in a line of other text between them:
+    the readers count the damaged lines whichever way the block is read (dense or sparse, cheap test or not)."""
+    log = (FIXTURES / "nccl" / "v2_28_healthy_multinode_gdr.log").read_bytes().split(b"\n")
+    job = [f"step {k}/500 | loss {7 - k / 100:.4f}".encode() for k in range(40)]
+    lines = [*log[:20], b"epoch 3 \xff done", *log[20:], *job]
+    in_other = tmp_path / "other.log"
+    in_other.write_bytes(b"\n".join(lines) + b"\n")
+    in_record = tmp_path / "record.log"
+    in_record.write_bytes(b"\n".join([*log[:5], log[5].replace(b" NCCL INFO ", b" NCCL INFO \xfe"), *log[6:]]) + b"\n")
+    sparse = tmp_path / "sparse.log"
+    sparse.write_bytes(b"\n".join([*job, b"epoch 3 \xff done", *job, *log[:3], *job]) + b"\n")
+    for path in (in_other, in_record, sparse):
+        cheap = _case([str(path)], True)
+        assert cheap == _case([str(path)], False), path.name
+        assert cheap == _case_sparse([str(path)], False), path.name
+        if path is not in_record:  # (a record's damaged byte is read with a replacement: it is no reader's)
+            assert cheap["sources"][0]["invalid_utf8_lines"] == 1, path.name

@@ -422,8 +422,8 @@ class NcclLogParser:
         self, data: bytes, lines: Lines, rest: list[int], valid_utf8: bool | None = None
     ) -> tuple[set[int], set[int] | None]:
         """Of the lines no template reads: those that may hold NCCL's text, and those that another reader
-        wants (None: every line, as where no reader says what it wants, or in a block that is not valid
-        UTF-8, whose lines the reader counts). The other lines are quiet: no reader wants them unless one
+        wants (None: every line, as where no reader says what it wants, or where these lines are not valid
+        UTF-8: the readers count the damaged ones). The other lines are quiet: no reader wants them unless one
         waits on the next line (other_lines.py). Found by passes over those lines as one (line_filter.py)."""
         if not line_hints.CHEAP_TEST:
             return set(rest), None
@@ -443,7 +443,9 @@ class NcclLogParser:
                 maybe.add(others[k])
             else:
                 wanted.add(others[k])
-        if hints is None or not (_valid_utf8(data) if valid_utf8 is None else valid_utf8):
+        if valid_utf8 is None:  # only the lines that may go to the readers count (a record's bytes do not)
+            valid_utf8 = _valid_utf8(data if len(rest) == len(lines) else b"\n".join([lines[i] for i in rest]))
+        if hints is None or not valid_utf8:
             return maybe, None
         return maybe, wanted
 
