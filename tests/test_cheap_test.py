@@ -23,12 +23,13 @@ CORPUS = REPO.parent / "shared" / "corpus"
 BENCH = REPO / "bench"
 
 
-def _case(paths: list[str], cheap: bool, jobs: int = 1) -> dict:
-    line_hints.CHEAP_TEST = cheap
+def _case(paths: list[str], cheap: bool, jobs: int = 1, sparse: bool = True) -> dict:
+    """The Case read with the cheap test or without it, and the sparse way where it pays or never."""
+    line_hints.CHEAP_TEST, nccl_log.SPARSE = cheap, sparse
     try:
         return read_case(paths, jobs=jobs).case.model_dump()
     finally:
-        line_hints.CHEAP_TEST = True
+        line_hints.CHEAP_TEST = nccl_log.SPARSE = True
 
 
 def _text_files(folder: Path) -> list[Path]:
@@ -151,14 +152,6 @@ def test_the_other_readers_inputs_mangled_give_the_same_case_with_the_cheap_test
         assert _case([str(mangled)], True) == _case([str(mangled)], False), (path, variant)
 
 
-def _case_sparse(paths: list[str], sparse: bool, jobs: int = 1) -> dict:
-    nccl_log.SPARSE = sparse
-    try:
-        return read_case(paths, jobs=jobs).case.model_dump()
-    finally:
-        nccl_log.SPARSE = True
-
-
 @pytest.fixture
 def sparse_blocks(monkeypatch: pytest.MonkeyPatch) -> list[range]:
     """The lines of each block read the sparse way."""
@@ -183,7 +176,7 @@ def test_every_input_read_the_sparse_way_gives_the_case_read_line_by_line(
     used = 0
     for path in files:
         before = len(sparse_blocks)
-        assert _case_sparse([str(path)], True) == _case_sparse([str(path)], False), path
+        assert _case([str(path)], True) == _case([str(path)], True, sparse=False), path
         used += len(sparse_blocks) > before
     assert used > 60, used
 
@@ -221,8 +214,8 @@ def test_the_sparse_way_keeps_autolinks_tracebacks_damaged_text_and_bare_message
     bare.write_text("\n".join(bare_text) + "\n")
     for path in (plain, damaged, bare):
         sparse_blocks.clear()
-        case = _case_sparse([str(path)], True)
-        assert case == _case_sparse([str(path)], False), path.name
+        case = _case([str(path)], True)
+        assert case == _case([str(path)], True, sparse=False), path.name
         assert len(sparse_blocks) >= 2, path.name
         if path is plain:
             assert case["framework"] and case["processes"] and case["processes"][0]["bootstrap_interface"] is None
@@ -248,6 +241,6 @@ def test_text_that_is_not_utf8_gives_the_same_case_with_the_cheap_test_and_witho
     for path in (in_other, in_record, sparse):
         cheap = _case([str(path)], True)
         assert cheap == _case([str(path)], False), path.name
-        assert cheap == _case_sparse([str(path)], False), path.name
+        assert cheap == _case([str(path)], True, sparse=False), path.name
         if path is not in_record:  # (a record's damaged byte is read with a replacement: it is no reader's)
             assert cheap["sources"][0]["invalid_utf8_lines"] == 1, path.name
