@@ -13,7 +13,9 @@ from ncclscope.case.read import read_case
 from ncclscope.inputs import opening
 from ncclscope.inputs.opening import InputFile
 from ncclscope.parse import line_hints, nccl_log, split, workers
+from ncclscope.parse.line_hints import other_hints, stored_hints
 from ncclscope.parse.nccl_log import NcclLogParser
+from ncclscope.parse.other_lines import READERS, OtherLines
 from ncclscope.parse.word_scan import WordScan
 
 from conftest import REPO
@@ -244,3 +246,20 @@ def test_text_that_is_not_utf8_gives_the_same_case_with_the_cheap_test_and_witho
         assert cheap == _case([str(path)], True, sparse=False), path.name
         if path is not in_record:  # (a record's damaged byte is read with a replacement: it is no reader's)
             assert cheap["sources"][0]["invalid_utf8_lines"] == 1, path.name
+
+
+def test_the_stored_hints_are_the_readers_own() -> None:
+    """A byte range's worker tests lines with data/reader_hints.json before it loads the readers: after a change to
+    a reader's HINT_WORDS or HINT_START, run `python tools/reader_hints.py > ncclscope/data/reader_hints.json`."""
+    assert stored_hints() == other_hints(READERS), (
+        "run: python tools/reader_hints.py > ncclscope/data/reader_hints.json"
+    )
+
+
+def test_readers_that_have_read_nothing_are_left_as_they_were_by_an_empty_line() -> None:
+    """Why a range's worker lets an empty line pass unread until its readers have read something (split.py)."""
+    readers = OtherLines("x.log")
+    before = [dict(vars(r)) for r in readers._readers]
+    readers.take(1, "", None)
+    assert [dict(vars(r)) for r in readers._readers] == before
+    assert not readers.busy

@@ -24,7 +24,7 @@ CHEAP_TEST = True
 OWN_WORDS = ("\x00", "\x1b", "\ufffd")
 # A line that only says lines were left out where it stands
 ELISIONS = frozenset({"...", "....", "\u2026", "[...]", "[\u2026]", "<snip>", "[snip]", "(...)", "[... truncated ...]"})
-OWN_START = "|".join(re.escape(elision) for elision in sorted(ELISIONS, key=len, reverse=True))
+OWN_START = "|".join(re.escape(elision) for elision in sorted(ELISIONS, key=lambda e: (-len(e), e)))  # (one order)
 # the white space that str.strip() removes before a reader's own test at a line's start (the pattern is
 # written in characters and searched in UTF-8 bytes)
 STRIPPED = "(?:\\s|[\x1c-\x1f]|\u0085|\u00a0)*"
@@ -64,7 +64,8 @@ def _words_search(hints: OtherHints) -> Any:
 class LineSink(Protocol):
     """Where the NCCL log parser sends the lines that are not NCCL's, when it says what its readers want."""
 
-    hints: OtherHints
+    @property
+    def hints(self) -> OtherHints: ...
 
     @property
     def busy(self) -> bool: ...
@@ -78,10 +79,29 @@ class LineSink(Protocol):
 
 
 @cache
+def stored_hints() -> OtherHints:
+    """other_hints(other_lines.READERS) as data/reader_hints.json keeps it (tools/reader_hints.py): for a byte
+    range's worker, which tests lines before (and often without) loading the readers."""
+    from ncclscope.common.data_files import data_json
+
+    data = data_json("reader_hints.json")
+    return _hints(tuple(word.encode("latin-1") for word in data["words"]), data["starts"].encode("latin-1"))
+
+
+def _hints(words: tuple[bytes, ...], starts: bytes) -> OtherHints:
+    return OtherHints(words, starts, re.compile(LINE_LEAD.encode() + b"(?:" + starts + b")"))
+
+
+@cache
 def other_hints(readers: tuple[Any, ...]) -> OtherHints:
     """The hints of `readers` (classes with HINT_WORDS and HINT_START, other_lines.READERS) and our own."""
     words = tuple(dict.fromkeys(w.encode() for r in readers for w in r.HINT_WORDS))
     words += tuple(w.encode() for w in OWN_WORDS)
     starts = "|".join(f"(?:{start})" for start in [*(r.HINT_START for r in readers), OWN_START] if start)
-    pattern = re.compile(rf"{LINE_LEAD}(?:{starts})".encode())
-    return OtherHints(words, starts.encode(), pattern)
+    return _hints(words, starts.encode())
+
+
+def is_sink(on_other: object) -> bool:
+    """Whether what the parser sends the other lines to is a LineSink (OtherLines, a byte range's keeper), told
+    by its class: a keeper makes its readers, and so its hints, on first use (split.py)."""
+    return callable(getattr(type(on_other), "take", None))

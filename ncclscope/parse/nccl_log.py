@@ -46,7 +46,7 @@ from ncclscope.parse.fields import (
     transport_of,
 )
 from ncclscope.parse.line_filter import LineFilter, LinesOfInterest
-from ncclscope.parse.line_hints import LINE_LEAD, LineSink, OtherHints
+from ncclscope.parse.line_hints import LINE_LEAD, LineSink, OtherHints, is_sink
 from ncclscope.parse.log_records import (
     DAMAGED_REASONS,
     FRAGMENT_REASON,
@@ -265,7 +265,7 @@ class NcclLogParser:
         self._parser = grammar_parser()
         self._message_start = message_start()  # one cheap test before a line is tried as a bare message
         # the other lines' reader, when it says what its readers want and whether one waits (other_lines.py)
-        self._sink: LineSink | None = on_other if isinstance(getattr(on_other, "hints", None), OtherHints) else None  # type: ignore[assignment]
+        self._sink: LineSink | None = on_other if is_sink(on_other) else None  # type: ignore[assignment]
         self._host_ids = shapes.host_ids
         self._coarse_cache = shapes.coarse
         self._templates = shapes.templates
@@ -435,7 +435,7 @@ class NcclLogParser:
                 maybe.add(i)
             else:
                 others.append(i)
-        found, opened = _line_filter(hints).scan([lines[i] for i in others], skip_start=1)
+        found, opened = _line_filter(hints).scan([lines[i] for i in others], skip_start=1) if others else ({}, {})
         maybe.update(others[k] for k, tag in found.items() if tag & 1)
         wanted = {others[k] for k, tag in found.items() if tag == 2}
         for k, opening in opened.items():

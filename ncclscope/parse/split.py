@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ncclscope.inputs.opening import MAX_LINE_BYTES, InputFile, ReadStats, iter_blocks, read_head
-from ncclscope.parse import sniff
+from ncclscope.parse import line_hints, sniff
 from ncclscope.parse.junk import JunkSkipper
+from ncclscope.parse.line_hints import stored_hints
 from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, LogResult
 from ncclscope.parse.nccl_log import NcclLogParser, ShapeBook
+
+if TYPE_CHECKING:
+    from ncclscope.parse.line_hints import OtherHints
+    from ncclscope.parse.other_lines import OtherLines
 
 SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: start-up costs more than it saves
 # Several ranges per worker: the start of a log (init, new line shapes to learn) costs more per byte
@@ -127,16 +132,28 @@ class RangeKeeper:
     may go on from the range before), which are all kept."""
 
     def __init__(self, part: RangePart, display: str, first_line_at: int) -> None:
-        from ncclscope.parse.other_lines import OtherLines  # the workers fork before the readers load
-
         self._part = part
-        self._readers = OtherLines(display)  # only their state is used: the readers after the join read
-        self.hints = self._readers.hints
+        self._display = display
+        self._made: OtherLines | None = None
         self._lead = LEAD_LINES_KEPT if first_line_at > 0 else 0  # the file's first range follows nothing
 
     @property
+    def _readers(self) -> OtherLines:
+        """Only their state is used (the readers after the join read). Made on first use: the workers fork
+        before the readers and the models load, and a range of NCCL's lines alone never needs them."""
+        if self._made is None:
+            from ncclscope.parse.other_lines import OtherLines
+
+            self._made = OtherLines(self._display)
+        return self._made
+
+    @property
+    def hints(self) -> OtherHints:
+        return stored_hints()  # (the readers' own, tests/test_cheap_test.py)
+
+    @property
     def busy(self) -> bool:
-        return self._lead > 0 or self._readers.busy
+        return self._lead > 0 or (self._made is not None and self._made.busy)
 
     def __call__(self, line_no: int, text: str) -> None:
         self.take(line_no, text, None)
@@ -150,10 +167,17 @@ class RangeKeeper:
             self._lead -= 1
             if not self._lead:
                 part.lead_end = line_no
+        if self._made is None and (not text or wanted is False or wanted is None and not self._wanted(text)):
+            # readers that have read nothing yet let an empty line or one they do not want pass unread
+            part.other.append((line_no, text, None if not text else False))
+            return None if not text else False
         # the cheap test's answer goes with the line: the reader after the join need not make it again
         wanted = self._readers.take(line_no, text, wanted)
         part.other.append((line_no, text, wanted))
         return wanted
+
+    def _wanted(self, text: str) -> bool:
+        return not line_hints.CHEAP_TEST or stored_hints().wanted(text.encode())
 
 
 def parse_range(item: InputFile) -> RangePart:
