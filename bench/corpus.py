@@ -354,9 +354,14 @@ def _check_facts(result: FileResult, facts: dict[str, Any], case: Any, listed: s
             result.kernel_right += 1
         else:
             result.deviations.append("kernel log: " + "; ".join(problems))
-    elif "gpus" in facts or "nics" in facts:
+    elif facts.get("gpus") is not None or facts.get("nics") is not None:  # (null: the paste does not show them)
         result.topo_checked += 1
-        problems = _topology_problems(facts, case.topologies) if case.topologies else _host_gpu_problems(facts, case)
+        if case.topologies:
+            problems = _topology_problems(facts, case.topologies)
+        elif case.topology_dumps:
+            problems = _dump_problems(facts, case.topology_dumps)
+        else:
+            problems = _host_gpu_problems(facts, case)
         if not problems:
             result.topo_right += 1
         elif "facts.topology" in listed:
@@ -414,6 +419,25 @@ def _host_gpu_problems(facts: dict[str, Any], case: Any) -> list[str]:
     if "gpus" in facts and gpus != facts["gpus"]:
         return [f"GPUs in the host reports {gpus} != {facts['gpus']}"]
     return []
+
+
+def _dump_problems(facts: dict[str, Any], dumps: list[Any]) -> list[str]:
+    """NCCL's topology XML (NCCL_TOPO_DUMP_FILE, a cloud's NCCL_TOPO_FILE): its GPUs, NICs, NUMA nodes and NIC
+    speeds, where the key gives them."""
+    got = {
+        "gpus": sum(len(d.gpus) for d in dumps),
+        "nics": sum(len(d.nets) for d in dumps),
+        "numa_nodes": len({c.numa_id for d in dumps for c in d.cpus if c.numa_id is not None and c.numa_id >= 0}),
+    }
+    problems = [
+        f"{name} {got[name]} != {facts[name]}"
+        for name in got
+        if facts.get(name) is not None and got[name] != facts[name]
+    ]
+    speeds = sorted({n.speed for d in dumps for n in d.nets if n.speed})
+    if facts.get("nic_speeds_mbps") is not None and speeds != sorted(set(facts["nic_speeds_mbps"])):
+        problems.append(f"NIC speeds {speeds} != {facts['nic_speeds_mbps']}")
+    return problems
 
 
 def _kernel_problems(facts: dict[str, Any], case: Any) -> list[str]:
