@@ -437,7 +437,7 @@ class NcclTestsReader:
             f"(?:{_ROW_HEAD.pattern})",
             r"[ \t]*\#(?:[^#]|$)",
             f"(?x:{_INFO_START.pattern})",
-            r".*_test$",
+            r'(?!File ").*_test$',  # (not a traceback's frame: `File "x.py", line 9, in eval_test`)
         ]
     )
 
