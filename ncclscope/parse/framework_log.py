@@ -89,6 +89,11 @@ def _parse(text: str, start: str) -> Tree | None:
         return None
 
 
+@lru_cache(maxsize=1024)  # a crash loop's error lines name NCCL_DEBUG=INFO, each rank the same, again and again
+def _is_command(text: str) -> bool:
+    return COMMAND_RE.search(text) is not None
+
+
 def record_start(text: str) -> int | None:
     """Where a framework record begins in `text`, or None."""
     match = MARKER_RE.search(text)
@@ -264,7 +269,7 @@ class FrameworkReader:
     def command_line(self, line_no: int, text: str) -> bool:
         """The NCCL_* assignments of a command line (any line: a test's command is read by the
         nccl-tests reader too). True when the line is a command that sets one."""
-        if "NCCL_" not in text or "=" not in text or not COMMAND_RE.search(text):
+        if "NCCL_" not in text or "=" not in text or not _is_command(text):
             return False
         tree = _parse(text, "env_assignments")
         if tree is None:
