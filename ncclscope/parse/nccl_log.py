@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
 from typing import Any
@@ -299,18 +299,7 @@ class NcclLogParser:
         data = unwrap_autolinks(data)
         lines = data.split(b"\n")
         words = data.translate(WORD_SKELETON).split(b"\n")
-        by_word: dict[bytes, list[int]] = {}
-        templates = self._templates
-        rest: list[int] = []  # the lines no template reads
-        for i, word in enumerate(words):
-            if word in templates:  # the hot path: a line of a known word skeleton (see templates.py)
-                pending = by_word.get(word)
-                if pending is None:
-                    by_word[word] = [i]
-                else:
-                    pending.append(i)
-                continue
-            rest.append(i)
+        by_word, rest = self._by_template(enumerate(words))
         maybe_nccl, loud = self._sort_out(data, lines, rest)
         quiet = partial(self._quiet_while_busy, rest, lines=lines, first_line=first_line)
         maybe_lines = self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line, quiet)
@@ -336,15 +325,7 @@ class NcclLogParser:
         indices, starts, ends, count = _lines_of_interest(self._sink.hints if self._sink else None).find(data)
         lines = {i: unwrap_autolinks(data[a:b]) for i, a, b in zip(indices, starts, ends, strict=True)}
         words = {i: line.translate(WORD_SKELETON) for i, line in lines.items()}
-        by_word: dict[bytes, list[int]] = {}
-        templates = self._templates
-        rest: list[int] = []
-        for i in indices:
-            word = words[i]
-            if word in templates:
-                by_word.setdefault(word, []).append(i)
-            else:
-                rest.append(i)
+        by_word, rest = self._by_template(words.items())
         read_by_templates = {i for indices_of in by_word.values() for i in indices_of}
         maybe_nccl, loud = self._sort_out(data, lines, rest, valid_utf8=True)
         ends_of = dict(zip(indices, ends, strict=True))
@@ -366,6 +347,23 @@ class NcclLogParser:
         maybe_lines = self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line, quiet)
         self._read_lines(lines, words, by_word, maybe_lines, first_line)
         self._note_last_sparse(data, count, first_line)
+
+    def _by_template(self, words: Iterable[tuple[int, bytes]]) -> tuple[dict[bytes, list[int]], list[int]]:
+        """Lines (index, word skeleton), in order: those of a skeleton some template may read, by skeleton, and
+        the rest (the lines no template reads)."""
+        by_word: dict[bytes, list[int]] = {}
+        templates = self._templates
+        rest: list[int] = []
+        for i, word in words:
+            if word in templates:  # the hot path: a line of a known word skeleton (see templates.py)
+                pending = by_word.get(word)
+                if pending is None:
+                    by_word[word] = [i]
+                else:
+                    pending.append(i)
+                continue
+            rest.append(i)
+        return by_word, rest
 
     def _read_lines(
         self,

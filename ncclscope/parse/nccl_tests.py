@@ -90,7 +90,9 @@ _PROGRAM_SUFFIX = re.compile(r"_(?:perf(?:_mpi)?|test)$")
 # name as the grammar's INVOCATION_LEAD looks ahead for it
 _LEAD = terminal_regex("nccl_tests", "INVOCATION_LEAD")
 _INVOCATION = re.compile(_LEAD[_LEAD.rindex("(?=") + 3 : -1])
-_TRACEBACK_FRAME = re.compile(r'\s*File "[^"]*", line \d+, in ')
+# a Python traceback's frame names a function, which may end in _test too: `File "x.py", line 9, in eval_test`
+_FRAME = r'File "[^"]*", line \d+, in '
+_TRACEBACK_FRAME = re.compile(rf"\s*{_FRAME}")
 
 
 class _Section(IntEnum):
@@ -437,7 +439,7 @@ class NcclTestsReader:
             f"(?:{_ROW_HEAD.pattern})",
             r"[ \t]*\#(?:[^#]|$)",
             f"(?x:{_INFO_START.pattern})",
-            r'(?!File ").*_test$',  # (not a traceback's frame: `File "x.py", line 9, in eval_test`)
+            rf"(?!{_FRAME}).*_test$",  # (not a traceback's frame)
         ]
     )
 
@@ -472,7 +474,6 @@ class NcclTestsReader:
                 return self._info(lineno, text)
             if ("failure" in text or "timeout" in text) and _FAILURE.search(text):
                 return self._failure(lineno, text)
-            # (a traceback's `File "...", line 9, in eval_test` names a function, not a program)
             if ("_perf" in text or "_test" in text) and not _TRACEBACK_FRAME.match(text) and _INVOCATION.search(text):
                 return self._invocation(lineno, text)
         except (LarkError, ValueError, KeyError, IndexError, OverflowError):

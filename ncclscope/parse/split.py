@@ -169,8 +169,9 @@ class RangeKeeper:
                 part.lead_end = line_no
         if self._made is None and (not text or wanted is False or wanted is None and not self._wanted(text)):
             # readers that have read nothing yet let an empty line or one they do not want pass unread
-            part.other.append((line_no, text, None if not text else False))
-            return None if not text else False
+            wanted = False if text else None  # (an empty line is never tested: OtherLines.take)
+            part.other.append((line_no, text, wanted))
+            return wanted
         # the cheap test's answer goes with the line: the reader after the join need not make it again
         wanted = self._readers.take(line_no, text, wanted)
         part.other.append((line_no, text, wanted))
