@@ -15,7 +15,7 @@ from ncclscope.parse.framework_log import FrameworkReader
 from ncclscope.tui.app import TABS, NcclscopeApp
 from ncclscope.tui.loading import prepare_inputs
 
-from conftest import REPO, findings_of, only_finding, run_cli
+from conftest import REPO, analysis_of, evidence_lines, findings_of, only_finding, run_cli
 
 WATCHDOG = "fixtures/framework/torch25_watchdog_rank_missing.log"
 WRAPPED = "fixtures/framework/torch113_watchdog_hard_wrapped.log"
@@ -262,6 +262,50 @@ def test_watchdog_on_a_framework_log_alone_names_the_silent_rank_from_the_proces
     assert "on ranks 0-5, 7" in finding.message
     assert "rank 6 of 8 reported no timeout" in finding.message
     assert "the input holds no NCCL log" in finding.message  # not "NCCL logged no WARN": nobody asked it to
+
+
+def test_ranks_that_time_out_in_an_earlier_collective_are_behind_not_missing() -> None:
+    """Ranks 1-2 time out in BROADCAST 7712 while rank 0 times out two collectives later: they entered theirs
+    and wait in it, so they are behind (HANG003), not ranks that never came (HANG001)."""
+    path = "fixtures/framework/torch26_watchdog_ranks_behind.log"
+    assert findings_of("HANG001", path) == []
+    finding = only_finding("HANG003", path)
+    assert finding.severity == "warning" and finding.ranks == [1, 2]
+    assert "2 of 4 ranks are behind (1 at sequence number 7714)" in finding.message
+    assert "slowest ranks 1-2 at sequence number 7712, where they timed out waiting themselves" in finding.message
+    assert "rank 3 printed no watchdog line" in finding.message
+    assert evidence_lines(finding) == [4, 5, 6]
+
+
+def test_a_rank_behind_with_no_collective_of_its_own_under_way_is_missing(tmp_path: Path) -> None:
+    timeout = (
+        "[rank{r}]:[E1102 05:02:40.5519{r}0000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective"
+        " operation timeout: WorkNCCL(SeqNum=50, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=60000)"
+        " ran for 60012 milliseconds before timing out."
+    )
+    log = tmp_path / "job.log"
+    log.write_text(
+        f"{timeout.format(r=0)}\n{timeout.format(r=1)}\n"
+        "[rank2]:[E1102 05:02:41.100200000 ProcessGroupNCCL.cpp:1512] Exception (either an error or timeout) detected"
+        " by watchdog at work: 48, last enqueued NCCL work: 48, last completed NCCL work: 48.\n"
+    )
+    assert findings_of("HANG003", log) == []
+    finding = only_finding("HANG001", log)
+    assert finding.ranks == [2] and "never entered ALLREDUCE (SeqNum 50)" in finding.message
+
+
+def test_messages_of_a_line_whose_line_breaks_were_lost_are_each_read() -> None:
+    """An issue body that joined PyTorch's error chain into one line: the version of the NCCL error in its
+    middle is read, each record with the whole line as its evidence, and NCCL's relayed text after `Last error:`
+    is an NCCL record (NET005), not a watchdog timeout."""
+    path = "fixtures/framework/torch20_error_chain_one_line.txt"
+    found = events(path)
+    assert [(e.kind, e.nccl_version) for e in found] == [("operations_failed", None), ("nccl_error", "2.17.1")]
+    assert found[1].text == "remote process exited or there was a network error"
+    assert all(e.evidence.line == 1 and e.evidence.text.startswith("[E ProcessGroupNCCL.cpp:475]") for e in found)
+    assert read_case([str(REPO / path)], jobs=1).case.nccl_versions == ["2.17.1"]
+    codes = [f.code for f in analysis_of(path).findings]
+    assert codes[0] == "NET005" and "RUN006" not in codes
 
 
 def test_framework_nccl_errors_are_reported_without_an_nccl_log() -> None:

@@ -50,6 +50,9 @@ MARKER_RE = re.compile(
 # ProcessGroupNCCL.cpp:629] `, glog's `E0424 01:11:21.160832 4242 ProcessGroupNCCL.cpp:629] `): a new message,
 # never the rest of a wrapped one
 LOG_HEADER_RE = re.compile(r"\[?[EWIF]\d{0,4}(?: [\d:.]+)?(?: \d+)? ?[\w./-]+\.(?:cpp|cc|cu|hpp|h|py):\d+\]")
+# such a header inside a line, after a space: the paste lost the line break before it (an issue body whose
+# lines were joined), and what follows is a message of its own
+GLUED_HEADER_RE = re.compile(r"(?<=\s)\[[EWIF]\d{0,4}(?: [\d:.]+)?(?: \d+)? ?[\w./-]+\.(?:cpp|cc|cu|hpp|h|py):\d+\]")
 # the time of such a header (glog's month, day and time: no year), where the text before a record holds one
 LOG_TIME_RE = re.compile(r"[EWIF](\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)\b")  # c10 may not pad the month
 # a rank or process-group tag right before the marker belongs to the record
@@ -94,12 +97,12 @@ def _is_command(text: str) -> bool:
     return COMMAND_RE.search(text) is not None
 
 
-def record_start(text: str) -> int | None:
-    """Where a framework record begins in `text`, or None."""
-    match = MARKER_RE.search(text)
+def record_start(text: str, at: int = 0) -> int | None:
+    """Where a framework record begins in `text` (from `at` on), or None."""
+    match = MARKER_RE.search(text, at)
     if match is None:
         return None
-    tag = TAG_BEFORE_RE.search(text, max(0, match.start() - 120), match.start())
+    tag = TAG_BEFORE_RE.search(text, max(at, match.start() - 120), match.start())
     return tag.start() if tag else match.start()
 
 
@@ -231,14 +234,21 @@ class FrameworkReader:
             self._carry = (line_no, text)
         return False
 
-    def _read(self, line_no: int, text: str, parts: int) -> bool:
+    def _read(self, line_no: int, text: str, parts: int, line: str | None = None) -> bool:
+        """The record that begins in `text` (of `parts` physical lines, the first `line_no`), and those of the
+        messages glued after it (`line`: the whole line, the evidence of each)."""
         start = record_start(text)
         if start is None:
             return False
+        line = text if line is None else line
+        glued = GLUED_HEADER_RE.search(text, start + 1)
+        if glued is not None and record_start(text, glued.start()) is not None:
+            found = self._read(line_no, text[: glued.start()], parts, line)
+            return self._read(line_no, text[glued.start() :], parts, line) or found
         body = text[start:].rstrip()
         tree = _parse(body, "framework_record")
         if tree is None:
-            if parts < WRAP_LIMIT and "collective operation timeout" in body:
+            if parts < WRAP_LIMIT and "collective operation timeout" in body and line.endswith(text):
                 self._pending = (line_no, text, parts)  # the terminal wrapped it: the rest is on the next line
                 return True
             self.not_understood.append((line_no, body[:300]))
@@ -246,7 +256,7 @@ class FrameworkReader:
         if len(self.events) >= EVENTS_KEEP:  # counted, not made
             self.not_kept["framework"] = self.not_kept.get("framework", 0) + 1
             return True
-        event = event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip()))
+        event = event_from(tree, Evidence(source=self.source, line=line_no, text=line.strip()))
         if event.rank is None:
             event.rank = self.prefix_rank  # torchrun's `[rank3]:` before the line
         clock = LOG_TIME_RE.search(text, 0, start)

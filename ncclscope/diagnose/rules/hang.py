@@ -180,7 +180,9 @@ def _is_missing(
         # unless every leader finished it (then nobody waits)
         return not all(r.state == "completed" for r in leaders)
     if progress.via == "watchdog":
-        return any(r.state == "timed out" for r in leaders)
+        # ranks that timed out themselves in an earlier collective entered it and wait too: behind (HANG003),
+        # not missing, unless some rank behind shows no collective of its own under way
+        return any(r.state == "timed out" for r in leaders) and any(r.state != "timed out" for r in behind)
     # COLL lines: counts of a running job; a clear minority behind in a log that was not cut
     if any(r.evidence is not None and r.evidence.source in cut for r in leaders + behind):
         return False
@@ -371,14 +373,23 @@ def ranks_behind(ctx: Context) -> Iterable[Finding]:
             continue
         slowest_count = behind[0].entered
         slowest = [r for r in behind if r.entered == slowest_count]
+        total = len(progress.ranks) + len(progress.missing)
+        unseen: list[int] = []  # ranks of the group (its size, from PyTorch's options line) that printed nothing
+        if progress.via == "watchdog" and progress.size and progress.size > total:
+            unseen = sorted(set(range(progress.size)) - {r.rank for r in progress.ranks})
+            total = progress.size
         message = (
-            f"{group_name(progress)}: {len(behind)} of {len(progress.ranks) + len(progress.missing)} ranks are behind"
+            f"{group_name(progress)}: {len(behind)} of {total} ranks are behind"
             f" ({len(leaders)} at {position(progress, top)}); slowest {_ranks_word([r.rank for r in slowest])}"
             f" at {position(progress, slowest_count)}"
         )
         hosts = _hosts(slowest)
         if hosts:
             message += f" on {', '.join(hosts)}"
+        if all(r.state == "timed out" for r in slowest):
+            message += ", where they timed out waiting themselves"
+        if unseen:
+            message += f"; {_ranks_word(unseen)} printed no watchdog line"
         if any(r.evidence is not None and r.evidence.source in cut for r in leaders + behind):
             message += "; the input was cut, so this may only be where the lines stop"
         message += f" (from {VIA[progress.via]})"
