@@ -21,7 +21,8 @@ from ncclscope.model import (
 class ProcessState:
     process: Process
     comm: Communicator | None = None  # the communicator this process is setting up
-    topology: SystemTopology | None = None
+    topology: SystemTopology | None = None  # the topology dump being printed
+    last_topology: SystemTopology | None = None  # the last one printed (the paths lines follow its end)
     trace: ErrorTrace | None = None
     trace_tid: int | None = None
     trace_line: int = -10
@@ -47,3 +48,5 @@ class Builder:
     splits: dict[tuple[str | None, int | None, str, int | None], int] = field(default_factory=dict)
     damaged: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # source -> records not used
     damaged_more: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # past DAMAGED_LIMIT
+    # (source, host) whose GPU paths are kept: every process of a host prints the same ones
+    hosts_with_paths: set[tuple[str, str]] = field(default_factory=set)

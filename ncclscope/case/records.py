@@ -24,6 +24,7 @@ from ncclscope.model import (
     NetDevice,
     Process,
     SystemTopology,
+    TopoPath,
     TuningChoice,
 )
 from ncclscope.parse.log_records import (
@@ -658,6 +659,35 @@ def _on_system_header(b: Builder, s: ProcessState, e: Event, path: str) -> None:
         evidence=evidence_of(e, path),
     )
     b.case.system_topologies.append(s.topology)
+    s.last_topology = s.topology
+
+
+def _on_topo_paths(b: Builder, s: ProcessState, e: Event, path: str) -> None:
+    """A GPU's paths to the other GPUs of its host, on the process's last topology dump; the paths of a host are
+    kept once (from the first process that prints them)."""
+    topology = s.last_topology
+    if topology is None or not str(e.fields.get("node", "")).startswith("GPU/"):
+        return
+    key = (path, topology.host or "")
+    if key in b.hosts_with_paths and not topology.gpu_paths:
+        return  # kept on the dump of another process of the host
+    source = str(e.fields["node"])
+    for target in listed(e.fields.get("path_target")):
+        name = str(target.get("path_node", ""))
+        hops, bw = as_int(target.get("path_hops")), as_float(target.get("path_bw"))
+        if not name.startswith("GPU/") or name == source or hops is None or bw is None:
+            continue
+        topology.gpu_paths.append(
+            TopoPath(
+                source=source,
+                target=name,
+                hops=hops,
+                bw=bw,
+                path_type=str(target.get("path_kind", "")),
+                evidence=evidence_of(e, path),
+            )
+        )
+        b.hosts_with_paths.add(key)
 
 
 def _on_topo_line(b: Builder, s: ProcessState, e: Event, path: str) -> None:
@@ -757,7 +787,7 @@ _HANDLERS = {
     "system_header": _on_system_header,
     "topo_node": _on_topo_line,
     "topo_link": _on_topo_line,
-    "topo_paths": _on_topo_line,
+    "topo_paths": _on_topo_paths,
     "system_footer": _on_system_footer,
     "tuning_choice": _on_tuning_choice,
     "error_trace": _on_error_trace,

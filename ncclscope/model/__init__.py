@@ -32,6 +32,7 @@ from ncclscope.model.benchmarks import (  # noqa: F401
     TestDevice,
     TestFailure,
     TopologyMatrix,
+    TopoPath,
     TuningChoice,
 )
 from ncclscope.model.case import (  # noqa: F401

@@ -133,6 +133,18 @@ class GraphSearch(Record):
     evidence: Evidence
 
 
+class TopoPath(Record):
+    """A path NCCL computed between two GPUs of a host, from the lines after its topology dump
+    (`GPU/0-3000 :... GPU/0-d000 (6/6.0/PHB)`)."""
+
+    source: str = Field(description="The GPU the line is about, as NCCL names it (GPU/0-3000).")
+    target: str = Field(description="The other GPU.")
+    hops: int = Field(description="Links on the path.")
+    bw: float = Field(description="The path's bandwidth in GB/s (its slowest link).")
+    path_type: str = Field(description="NCCL's path type: NVL, NVB, C2C, PIX, PXB, P2C, PHB, SYS, ...")
+    evidence: Evidence
+
+
 class SystemTopology(Record):
     """NCCL's own topology dump (`=== System : maxBw ...`), one per process that printed it."""
 
@@ -141,6 +153,11 @@ class SystemTopology(Record):
     max_bw: float | None = None
     total_bw: float | None = None
     nodes: list[str] = Field(default_factory=new_list, description="Node and link lines, indentation kept.")
+    gpu_paths: list[TopoPath] = Field(
+        default_factory=new_list,
+        description="The paths between the host's GPUs that follow the dump (GRAPH), on the first dump of a host"
+        " that has them.",
+    )
     evidence: Evidence
 
 

@@ -41,6 +41,7 @@ VM_TINY_MAXBW_LOG = f"{CASES}/vm_4gpu_maxbw12.log"
 VM_SYSFS_LOG = f"{CASES}/vm_sysfs_unreadable.log"
 A100_ONE_CHANNEL_LOG = f"{CASES}/a100_8gpu_nvlink_one_channel.log"
 NO_RDMA_BUNDLE = f"{CASES}/no_rdma_nic_bundle.txt"
+TWO_SOCKET_PATHS_LOG = f"{CASES}/two_socket_4gpu_paths.log"
 
 
 # --------------------------------------------------------------------------------- TOPO001
@@ -84,6 +85,29 @@ def test_far_pairs_mention_the_shm_connections_of_the_log_and_start_the_story() 
     assert finding.hosts == ["l40s-box-05"]
     assert "TOPO004" in finding.related
     assert finding.root_cause
+
+
+def test_without_a_matrix_the_paths_nccl_prints_between_gpus_say_which_pairs_are_far() -> None:
+    """Issue 43: NCCL's (and RCCL's) paths after the topology dump (GRAPH): SYS pairs an error, PHB a warning, each
+    with the bandwidth NCCL gives it and the path lines of both GPUs as evidence; PIX pairs are fine."""
+    by_severity = {f.severity: f for f in findings("TOPO001", TWO_SOCKET_PATHS_LOG)}
+    assert set(by_severity) == {"error", "warning"}
+    sys_pairs, phb_pairs = by_severity["error"], by_severity["warning"]
+    assert "cross the CPU-to-CPU interconnect (SYS): GPU/0-1b000 <-> GPU/0-89000 at 10 GB/s," in sys_pairs.message
+    assert "(4 pairs, from NCCL's topology paths)" in sys_pairs.message
+    assert "go through a PCIe host bridge (PHB): GPU/0-89000 <-> GPU/0-b1000 at 24 GB/s (1 pair" in phb_pairs.message
+    assert "GPU/0-3d000 at" not in phb_pairs.message  # the PIX pair
+    assert "6 SHM connection lines (GPU traffic through host memory)" in sys_pairs.message
+    assert lines(phb_pairs) == [25, 26] and sys_pairs.hosts == ["ws-a40x4-07"]
+    # the log's paths leave the rule nothing to ask for: EVD001 no longer names TOPO001
+    (evd,) = findings("EVD001", TWO_SOCKET_PATHS_LOG)
+    assert "TOPO001" not in evd.message and "TOPO002" in evd.message
+
+
+def test_a_matrix_given_with_the_log_is_what_the_rule_reads() -> None:
+    # the matrix of another host (l40s-box-05) says what it says; the log's paths are not read twice
+    found = findings("TOPO001", TWO_SOCKET_PATHS_LOG, TWO_GPU_PHB)
+    assert [f.message for f in found if "NCCL's topology paths" in f.message] == []
 
 
 # --------------------------------------------------------------------------------- TOPO002

@@ -37,6 +37,8 @@ NEEDS: dict[str, str] = {
     "graph": "GRAPH lines: NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING",
     "tuning": "TUNING lines: NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,NET,TUNING",
     "topology": "a topology matrix: the output of `nvidia-smi topo -m` on each host",
+    # a matrix, or the paths between GPUs that NCCL prints after its topology dump (GRAPH): EVD001 asks for a matrix
+    "gpu_paths": "a topology matrix: the output of `nvidia-smi topo -m` on each host",
     "nccl_tests": "a benchmark: nccl-tests output (all_reduce_perf -b 8 -e 8G -f 2) or `ncclscope run`",
     "bandwidth": "a benchmark: nccl-tests output (all_reduce_perf -b 8 -e 8G -f 2) or `ncclscope run`",
     "version": "the NCCL version line: NCCL_DEBUG=INFO (NCCL 2.22+ prints it on every rank)",
@@ -108,6 +110,7 @@ class Context:
             "graph": lambda: bool(self.families & GRAPH_FAMILIES) or bool(case.graph_dumps),
             "tuning": lambda: bool(self.families & TUNING_FAMILIES),
             "topology": lambda: bool(case.topologies),
+            "gpu_paths": lambda: bool(case.topologies) or any(t.gpu_paths for t in case.system_topologies),
             "host_links": lambda: any(d.gpus or d.nets for d in case.topology_dumps),
             "pcie_links": lambda: bool(case.smi_gpus) or any(d.pci for d in case.topology_dumps),
             "host_views": lambda: (

@@ -19,6 +19,7 @@ SAME_INPUT = {
     "host_versions": "host_links",
     "host_views": "host_links",
     "bandwidth": "nccl_tests",
+    "gpu_paths": "topology",
 }
 # Without any NCCL log, the log rules have nothing to look at; say so once, plainly.
 ORDER = [

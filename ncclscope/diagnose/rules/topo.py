@@ -26,11 +26,11 @@ from ncclscope.diagnose.rules.topo_common import (
     socket_lines,
     where,
 )
-from ncclscope.model import Evidence, Finding, Severity, TopologyMatrix
+from ncclscope.model import Evidence, Finding, Severity, TopologyMatrix, TopoPath
 
 
 # =============================================================================== TOPO001
-@rule("TOPO001", "gpu-pair-far", severity="error", needs=["topology"])
+@rule("TOPO001", "gpu-pair-far", severity="error", needs=["gpu_paths"])
 def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
     """Two GPUs of one host have no NVLink and their PCIe path crosses the CPU.
 
@@ -38,7 +38,9 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
     drivers: across the CPU sockets) is an error; NODE or PHB (through a host bridge) is a warning.
     One finding per matrix and severity, the pairs written compactly (`GPU0-3 <-> GPU4-7`). Pairs
     that share an NVLink neighbour are left out: NCCL routes them through that GPU (NVB path,
-    `P2P/indirect`), as on the DGX-1 hybrid cube mesh.
+    `P2P/indirect`), as on the DGX-1 hybrid cube mesh. Without a matrix, from the paths between GPUs
+    that NCCL (and RCCL) print after their topology dump with GRAPH on (`GPU/0-3000 :... GPU/0-d000
+    (6/6.0/PHB)`): path type SYS is an error, PHB a warning, each pair with the bandwidth NCCL gives it.
 
     Why: NCCL uses direct P2P between GPUs only up to PXB (one or more PCIe switches, no host
     bridge); beyond that, except SYS on AMD CPUs with at most 2 GPUs, it copies through host memory
@@ -50,7 +52,7 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
     xGMI system; check the BIOS for ACS and IOMMU settings that force traffic through the root
     complex; accept the lower figure otherwise.
 
-    Sources: NCCL src/graph/paths.cc (p2pLevel = PATH_PXB, NVB paths); sjeaugey in NVIDIA/nccl#766
+    Sources: NCCL src/graph/paths.cc (p2pLevel = PATH_PXB, NVB paths; printNodePaths); sjeaugey in NVIDIA/nccl#766
     (about 6 GB/s through the CPU on Gen3, 12 GB/s through a Gen3 switch); NVIDIA/nccl#1086 (GeForce
     GPUs cannot use P2P)
     """
@@ -91,6 +93,55 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
                 f"{where(topo)}: GPU pairs without {topo.gpu_link} go through a PCIe host bridge: {'; '.join(parts)} "
                 f"({plural(len(near), 'pair')}); NCCL does not use P2P beyond PXB, so this traffic goes through "
                 f"host memory{shm_note}",
+            )
+    yield from _far_paths_in_log(ctx)
+
+
+def _far_paths_in_log(ctx: Context) -> Iterable[Finding]:
+    """TOPO001 from NCCL's own paths between the GPUs of a host, where no matrix was given."""
+    if ctx.case.topologies:
+        return
+    transports = ctx.case.connections.by_transport
+    shm = sum(n for name, n in transports.items() if name.startswith("SHM"))
+    p2p = sum(n for name, n in transports.items() if name.startswith("P2P"))
+    if shm:  # NCCL copies through host memory beyond PXB; RCCL (AMD) may still connect such a pair over P2P
+        seen = f"the log shows {plural(shm, 'SHM connection line')} (GPU traffic through host memory)"
+    elif p2p:
+        seen = f"the log shows {plural(p2p, 'P2P connection line')}: direct P2P, at that path's speed"
+    else:
+        seen = ""
+    for topo in ctx.case.system_topologies:
+        far: dict[tuple[str, ...], TopoPath] = {}
+        for path in topo.gpu_paths:
+            if path.path_type in ("SYS", "PHB"):
+                far.setdefault(tuple(sorted((path.source, path.target))), path)
+        levels: tuple[tuple[str, Severity, str], ...] = (
+            ("SYS", "error", "cross the CPU-to-CPU interconnect (SYS)"),
+            ("PHB", "warning", "go through a PCIe host bridge (PHB)"),
+        )
+        for level, severity, crossing in levels:
+            pairs = sorted((pair, path) for pair, path in far.items() if path.path_type == level)
+            if not pairs:
+                continue
+            listed = ", ".join(f"{a} <-> {b} at {path.bw:g} GB/s" for (a, b), path in pairs)
+            message = (
+                f"{topo.host or 'a host'}: NCCL's paths between GPUs without NVLink or xGMI {crossing}: {listed}"
+                f" ({plural(len(pairs), 'pair')}, from NCCL's topology paths)"
+            )
+            if seen:
+                message += f"; {seen}"
+            evidence: list[Evidence] = []
+            for _, path in pairs:
+                for line in (path.evidence, *(p.evidence for p in topo.gpu_paths if p.source == path.target)):
+                    if line not in evidence:
+                        evidence.append(line)
+            yield make_finding(
+                "TOPO001",
+                severity,
+                message,
+                evidence=shown(evidence),
+                evidence_count=len(evidence),
+                hosts=[topo.host] if topo.host else [],
             )
 
 
