@@ -126,6 +126,43 @@ def test_a_log_line_whose_marker_was_wrapped_away_is_not_the_rest_of_a_damaged_r
     assert [line for line, _ in reader.not_understood] == [1]
 
 
+def test_a_wrapped_watchdog_exception_is_joined_with_the_timeout_it_quotes() -> None:
+    """PyTorch 2.4's `watchdog thread terminated with exception:` wrapped by a terminal before the quoted timeout
+    and again inside `ran for N milliseconds`: one record of three lines, the quoted timeout whole."""
+    reader = read_lines(
+        "[rank5]:[E1104 07:12:09.300118000 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 5] Process group"
+        " watchdog thread terminated with ",
+        "exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=311, OpType=REDUCE,"
+        " NumelIn=1, NumelOut=1, Timeout(ms)=300000) ran for 300044 ",
+        "milliseconds before timing out.",
+    )
+    assert [(e.kind, e.rank, e.seq, e.ran_ms) for e in reader.events] == [
+        ("watchdog_exception", 5, None, None),
+        ("watchdog_timeout", 5, 311, 300044),
+    ]
+    assert reader.lines == 3 and reader.not_understood == [] and reader.cut == []
+    # cut before its end by the next record: what it holds whole is read, and the input is named as cut
+    reader = read_lines(
+        "[PG 0 Rank 2] Process group watchdog thread terminated with exception: [Rank 2] Watchdog caught collective"
+        " operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=60000) ran for",
+        "[E1104 07:12:10.000000000 ProcessGroupNCCL.cpp:1521] [PG 0 Rank 2] Some NCCL operations have failed or timed"
+        " out.",
+    )
+    assert [(e.kind, e.seq) for e in reader.events] == [
+        ("watchdog_exception", None),
+        ("watchdog_timeout", 9),
+        ("operations_failed", None),
+    ]
+    assert reader.cut == [1] and reader.not_understood == []
+
+
+def test_a_traceback_quoting_the_code_that_raised_is_no_record() -> None:
+    reader = read_lines('    raise RuntimeError(f"NCCL error: {error_str}")')
+    assert reader.events == [] and reader.not_understood == []
+    reader = read_lines("RuntimeError: NCCL error: remote process exited or there was a network error")
+    assert [e.kind for e in reader.events] == ["nccl_error"]
+
+
 def test_a_new_record_is_not_swallowed_by_an_unfinished_one() -> None:
     """Rank 0's record lost its rest (the next line is rank 1's own): what it holds whole is read, and it
     is named as cut."""

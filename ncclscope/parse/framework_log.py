@@ -63,6 +63,11 @@ COMMAND_RE = re.compile(
     r"|singularity|apptainer|kubectl|horovodrun|env|export|bash|sh|\S*_perf(?:_mpi)?)(?=\s)"
     r"|(?:^|[\s$#>])(?:-x|-e|--env|--export=\S*?)[ =]?NCCL_|^\s*(?:\S*[$#]\s+)?NCCL_\w+=\S*\s"
 )
+# a marker inside a string literal of Python code (a traceback quotes the line that raised: `raise
+# RuntimeError(f"NCCL error: {error_str}")`): the text before the marker opens a call's quoted argument
+QUOTED_IN_CODE_RE = re.compile(r"""^\s*(?:raise\s+)?[\w.]+\(\s*[fr]?["']$""")
+# the first words of records that a terminal may wrap before their fields (the rest is on the next lines)
+WRAPPED_STARTS = ("collective operation timeout", "watchdog thread terminated")
 WORK_RE = re.compile(r"WorkNCCL\((?:[^()]|\(ms\))*\)")  # the work a watchdog record names, closed
 WRAP_LIMIT = 3  # physical lines one hard-wrapped record may span
 EVENTS_KEEP = 2000  # events kept per input (a watchdog prints several per rank); the rest are counted
@@ -192,10 +197,13 @@ class FrameworkReader:
         if self._pending is not None:
             first_no, joined, parts = self._pending
             self._pending = None
-            if record_start(text) is None and not LOG_HEADER_RE.match(stripped):  # the rest of the wrapped record
-                self._read(first_no, _glue(joined, stripped), parts + 1)
-                self.lines += 1
-                return True
+            if not LOG_HEADER_RE.match(stripped):
+                glued = _glue(joined, stripped)
+                # the rest of the wrapped record, unless it is a record of its own (which the joined one may quote)
+                if record_start(text) is None or _parse(glued[record_start(glued) or 0 :].rstrip(), "framework_record"):
+                    self._read(first_no, glued, parts + 1)
+                    self.lines += 1
+                    return True
             self._cut_short(first_no, joined)
         if self._wants_ran is not None:
             waiting, self._wants_ran = self._wants_ran, None
@@ -238,7 +246,7 @@ class FrameworkReader:
         """The record that begins in `text` (of `parts` physical lines, the first `line_no`), and those of the
         messages glued after it (`line`: the whole line, the evidence of each)."""
         start = record_start(text)
-        if start is None:
+        if start is None or QUOTED_IN_CODE_RE.match(text, 0, start):
             return False
         line = text if line is None else line
         glued = GLUED_HEADER_RE.search(text, start + 1)
@@ -248,7 +256,7 @@ class FrameworkReader:
         body = text[start:].rstrip()
         tree = _parse(body, "framework_record")
         if tree is None:
-            if parts < WRAP_LIMIT and "collective operation timeout" in body and line.endswith(text):
+            if parts < WRAP_LIMIT and any(w in body for w in WRAPPED_STARTS) and line.endswith(text):
                 self._pending = (line_no, text, parts)  # the terminal wrapped it: the rest is on the next line
                 return True
             self.not_understood.append((line_no, body[:300]))
@@ -257,6 +265,11 @@ class FrameworkReader:
             self.not_kept["framework"] = self.not_kept.get("framework", 0) + 1
             return True
         event = event_from(tree, Evidence(source=self.source, line=line_no, text=line.strip()))
+        quoted = _quoted_timeout(event) if event.kind == "watchdog_exception" else None
+        if quoted is None and event.kind == "watchdog_exception" and "collective operation timeout" in event.text:
+            if parts < WRAP_LIMIT and line.endswith(text):  # the timeout it quotes goes on on the next line
+                self._pending = (line_no, text, parts)
+                return True
         if event.rank is None:
             event.rank = self.prefix_rank  # torchrun's `[rank3]:` before the line
         clock = LOG_TIME_RE.search(text, 0, start)
@@ -269,11 +282,8 @@ class FrameworkReader:
             _relay(event)
         if event.kind == "watchdog_timeout" and event.ran_ms is None and parts > 1:
             self._wants_ran = event
-        if event.kind == "watchdog_exception":  # it quotes the timeout, which may be printed nowhere else
-            inner = record_start(event.text)
-            quoted = _parse(event.text[inner:], "framework_record") if inner is not None else None
-            if quoted is not None and quoted.data == "watchdog_timeout":
-                self.events.append(event_from(quoted, event.evidence))
+        if quoted is not None:  # the exception quotes the timeout, which may be printed nowhere else
+            self.events.append(event_from(quoted, event.evidence))
         return True
 
     def command_line(self, line_no: int, text: str) -> bool:
@@ -304,9 +314,10 @@ class FrameworkReader:
             self._pending = None
 
     def _cut_short(self, line_no: int, text: str) -> None:
-        """A watchdog timeout whose rest was lost (the paste ends, or another record follows): the fields
-        it holds whole are read (`[Rank 4] ... WorkNCCL(SeqNum=4, OpTy`: rank 4 timed out at SeqNum 4),
-        else it is a line not understood. Either way the input is named as cut (`cut`, `cut_at_end`)."""
+        """A watchdog timeout (or the exception that quotes one) whose rest was lost (the paste ends, or another
+        record follows): the fields it holds whole are read (`[Rank 4] ... WorkNCCL(SeqNum=4, OpTy`: rank 4 timed
+        out at SeqNum 4), else it is a line not understood. Either way the input is named as cut (`cut`,
+        `cut_at_end`)."""
         body = text[record_start(text) or 0 :].rstrip()
         work = body.find("WorkNCCL(")
         closed = WORK_RE.search(body)
@@ -314,11 +325,23 @@ class FrameworkReader:
         # up to the end of WorkNCCL(...), else up to its last whole field
         whole = body[: closed.end()] if closed else body[:comma] + ")" if comma > work >= 0 else ""
         tree = _parse(whole, "framework_record") if whole else None
-        if tree is None or tree.data != "watchdog_timeout" or len(self.events) >= EVENTS_KEEP:
+        kinds = ("watchdog_timeout", "watchdog_exception")
+        if tree is None or tree.data not in kinds or len(self.events) >= EVENTS_KEEP:
             self.not_understood.append((line_no, text[:300]))
             return
-        self.events.append(event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip())))
+        event = event_from(tree, Evidence(source=self.source, line=line_no, text=text.strip()))
+        self.events.append(event)
+        quoted = _quoted_timeout(event) if event.kind == "watchdog_exception" else None
+        if quoted is not None:
+            self.events.append(event_from(quoted, event.evidence))
         self.cut.append(line_no)
+
+
+def _quoted_timeout(event: FrameworkEvent) -> Tree | None:
+    """The watchdog timeout that a `watchdog thread terminated with exception:` record quotes, read whole."""
+    inner = record_start(event.text)
+    quoted = _parse(event.text[inner:], "framework_record") if inner is not None else None
+    return quoted if quoted is not None and quoted.data == "watchdog_timeout" else None
 
 
 def _relay(event: FrameworkEvent) -> None:
