@@ -799,3 +799,32 @@ def test_nccl_s_last_warn_relayed_on_a_framework_s_line_is_a_bare_record_behind_
     assert [r.family for r in parser.shape_of(xla.encode()).records] == ["socket_failure"]
     plain = "RuntimeError: NCCL error: unhandled system error. Last error: something NCCL never printed"
     assert parser.shape_of(plain.encode()).records == []
+
+
+def test_nccl_2_3_gdr_ring_order_and_receive_only_net_lines_are_typed() -> None:
+    """Issue 43: 2.3's GDR lines name the HCA and give their reason in words, its ring order begins `Ring`, and its
+    NET connection lines are printed by the receiving rank only, untagged (`peer -> me`)."""
+    from ncclscope.case.read import read_case
+
+    from conftest import REPO
+
+    case = read_case([str(REPO / "fixtures/nccl/v2_3_two_hosts_gdr_off.log")], jobs=1).case
+    assert case.sources[0].unrecognized == []
+    assert [(g.host, g.scope, g.hca_name, g.reason, g.distance, g.limit) for g in case.gdr] == [
+        ("gpu-a1", "hca", "mlx4_0", "no module", None, None),
+        ("gpu-b1", "pair", "mlx4_0", None, 4, 2),
+    ]
+    assert sorted((e.host, e.from_rank, e.direction) for e in case.edges) == [
+        ("gpu-a1", 0, "receive"),
+        ("gpu-b1", 1, "receive"),
+    ]
+
+
+def test_a_plugin_banner_stamped_with_its_own_clock_names_the_plugin_and_its_release() -> None:
+    from ncclscope.case.read import read_case
+
+    from conftest import REPO
+
+    case = read_case([str(REPO / "fixtures/nccl/gcp_tcpxo_fastrak_banner.log")], jobs=1).case
+    assert case.sources[0].unrecognized == []
+    assert {(p.host, p.net_plugin) for p in case.processes if p.host} == {("a3mega-7", "FasTrak 1.0.6")}

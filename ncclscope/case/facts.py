@@ -168,7 +168,7 @@ def _gdr(e: Event, path: str) -> Iterator[Fact]:
     enabled = str(gdr["gdr_state"]) == "Enabled"
     if "gdr_hca" in gdr:
         hca = gdr["gdr_hca"]
-        name = str(hca.get("quoted", "")).strip("'") or None
+        name = str(hca.get("quoted", "")).strip("'") or hca.get("old_hca_name") or None
         yield (
             "gdr",
             lambda: GdrReport(
@@ -178,7 +178,7 @@ def _gdr(e: Event, path: str) -> Iterator[Fact]:
                 hca_index=as_int(hca.get("hca")),
                 hca_name=name,
                 gpu=hca.get("gpu"),
-                reason=str(hca["gdr_reason"]).strip("()") if hca.get("gdr_reason") else None,
+                reason=str(hca["gdr_reason"]).strip("()") if hca.get("gdr_reason") else hca.get("gdr_old_reason"),
                 evidence=evidence_of(e, path),
                 **_origin(e),
             ),
@@ -192,7 +192,7 @@ def _gdr(e: Event, path: str) -> Iterator[Fact]:
                 enabled=enabled,
                 network=network,
                 hca_index=as_int(pair.get("hca")),
-                hca_name=pair.get("net_node"),
+                hca_name=pair.get("net_node") or pair.get("old_hca_name"),
                 gpu=pair.get("gpu") or pair.get("gpu_node"),
                 distance=as_int(pair.get("distance")),
                 limit=as_int(pair.get("limit")),

@@ -325,7 +325,10 @@ def _on_plugin(b: Builder, s: ProcessState, e: Event, path: str) -> None:
         elif kind in ("plugin_not_found", "plugin_internal") and not (s.process.net_plugin or "").startswith("loaded"):
             s.process.net_plugin = "internal"
     if e.family in ("plugin_loaded", "plugin_assigned", "plugin_initialized"):
-        s.process.net_plugin = s.process.net_plugin or str(f.get("assigned_plugin") or f.get("text", "")).strip()
+        named = f.get("assigned_plugin") or f.get("plugin_network") or f.get("text", "")
+        if "plugin_release" in f:
+            named = f"{named} {f['plugin_release']}"
+        s.process.net_plugin = s.process.net_plugin or str(named).strip()
     if "plugin_load_failed" in f and len(b.case.messages) < MESSAGES_LIMIT:
         _add_message(b, e, f, path, warning=False)  # the usual "no external plugin here", not a fault
     if e.family == "p2p_plugin":  # the RDMA/SHARP net plugin (HPC-X) names its transport: "P2P plugin IBext"

@@ -1178,6 +1178,10 @@ class NcclLogParser:
             src, dst = (ends[0], ends[1]) if isinstance(ends, list) else (ends or {}, {})
         direction = decode(f.get("direction"), exemplar) if "direction" in f else ""
         direction = str(direction).strip("[]")
+        if is_net and not direction and record.family == "connection":
+            # NCCL 2.3 printed a NET connection on the receiving rank only, `Ring 00 : peer -> me via NET/IB/0`,
+            # untagged (transport/net.cu netRecvSetup); 2.4 on tag both sides
+            direction = "receive"
         hosts = self._host_column(record, column, n)
         pids = self._int_column(column, record.prefix.get("pid"), n)
         # a [receive] line names the remote sender first: NET edges are keyed by the local rank
