@@ -1045,3 +1045,57 @@ def test_a_command_line_whose_test_failed_at_once_is_a_run() -> None:
         reader.feed(number, line)
     (run,) = reader.finish()
     assert run.collective == "all_reduce" and len(run.failures) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# rccl-tests' results file (parse/rccl_tests_json.py)
+def test_rccl_tests_results_file_pairs_in_and_out_of_place_per_size() -> None:
+    from ncclscope.case.read import read_case
+
+    from conftest import REPO
+
+    case = read_case([str(REPO / "fixtures/nccl_tests/rccl_tests_all_reduce_output_file.json")], jobs=1).case
+    assert case.sources[0].kinds == ["nccl_tests_json"] and case.sources[0].problems == []
+    (run,) = case.benchmarks
+    assert (run.collective, run.nranks, len(run.rows), run.layout) == ("all_reduce", 8, 11, "rccl-tests json")
+    assert "busbw / algbw" in run.inferred["nranks"]
+    last = run.rows[-1]
+    assert (last.size, last.count, last.type, last.redop, last.line) == (1073741824, 268435456, "float", "sum", 22)
+    assert last.out_of_place.busbw == pytest.approx(311.6, abs=0.01)
+    assert last.in_place.busbw == pytest.approx(312.85, abs=0.01)
+    assert (last.out_of_place.wrong, last.in_place.wrong) == (0, 0)
+
+
+def test_rccl_tests_results_as_json_lines_of_several_cycles_and_a_cut_end() -> None:
+    from ncclscope.parse.rccl_tests_json import parse_rccl_tests_json
+
+    row = (
+        '{{"numCycle": {c}, "name": "alltoall", "size": {s}, "type": "bfloat16", "redop": "none", "inPlace": 0,'
+        ' "time": 812.4, "algBw": {a}, "busBw": {b}, "#wrong": "N/A", "nodes": 2, "ranks": 16, "ranksPerNode": 8,'
+        ' "gpusPerRank": 1}}'
+    )
+    lines = [row.format(c=c, s=s, a=a, b=a * 15 / 16) for c in (0, 1) for s, a in ((1 << 20, 1.29), (1 << 24, 20.65))]
+    text = "\n".join([*lines, '{"summary": "done"}', lines[0][:40]])  # a line that is no measurement, a cut one
+    read = parse_rccl_tests_json(text, "a2a.json")
+    assert read is not None
+    runs, others = read
+    assert others == 2  # the summary and the cut line, counted (the input names them as not understood)
+    assert [(r.collective, r.nranks, [row.size for row in r.rows]) for r in runs] == [
+        ("alltoall", 16, [1 << 20, 1 << 24]),
+        ("alltoall", 16, [1 << 20, 1 << 24]),
+    ]
+    assert runs[1].line == 3 and runs[0].rows[0].out_of_place.wrong is None  # N/A: not checked
+    assert runs[0].rows[0].in_place.busbw is None  # out-of-place only
+    assert parse_rccl_tests_json('[{"size": 8, "busBw": 1}]', "x.json") is None
+    assert parse_rccl_tests_json("not json", "x.json") is None
+
+
+def test_a_json_file_that_holds_no_rccl_measurement_is_refused_in_one_line(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    path = tmp_path / "results.json"
+    path.write_text('[{"busBw": 1, "algBw": 1, "inPlace": "x"}]')
+    proc = run_cli("parse", str(path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert b"JSON holds no rccl-tests measurement" in proc.stderr + proc.stdout
+    assert b"Traceback" not in proc.stderr

@@ -49,6 +49,7 @@ from ncclscope.parse.log_records import UNRECOGNIZED_KEEP, Event, LogResult
 from ncclscope.parse.nccl_log import NcclLogParser
 from ncclscope.parse.nccl_tests import parse_nccl_tests_json
 from ncclscope.parse.other_lines import OtherLines
+from ncclscope.parse.rccl_tests_json import parse_rccl_tests_json
 from ncclscope.parse.split import LogJoin, RangePart
 
 JSON_MAX_BYTES = 256 * 1024 * 1024
@@ -432,8 +433,10 @@ def _parse_inspector(item: InputFile, source: Source, form: str) -> ParsedInput:
 
 
 def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInput | None:
-    """nccl-tests -J output; None when the file is not that (then it is read as text)."""
+    """nccl-tests -J output or rccl-tests' results file; None when the file is neither (then it is read as text)."""
     head = head_bytes.decode("utf-8", "replace")
+    if sniff.rccl_tests_json(head) and not sniff.nccl_tests_json(head):
+        return _parse_rccl_tests_json(item, source)
     if not sniff.nccl_tests_json(head):
         return None
     data = _read_whole(item, source, JSON_MAX_BYTES)
@@ -452,3 +455,20 @@ def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInp
         return _unusable(source, problem)
     source.kinds.append("nccl_tests_json")
     return ParsedInput(source, benchmarks=[run])
+
+
+def _parse_rccl_tests_json(item: InputFile, source: Source) -> ParsedInput:
+    data = _read_whole(item, source, JSON_MAX_BYTES)
+    if data is None:
+        return ParsedInput(source)
+    text = data.decode("utf-8", "replace")
+    source.lines = text.count("\n") + 1
+    source.bytes = len(data)
+    read = parse_rccl_tests_json(text, item.display)
+    if read is None:
+        return _unusable(source, "JSON holds no rccl-tests measurement (busBw, algBw, inPlace)")
+    runs, others = read
+    if others:
+        source.problems.append(f"{plural(others, 'object')} not understood as rccl-tests measurements")
+    source.kinds.append("nccl_tests_json")
+    return ParsedInput(source, benchmarks=runs)

@@ -54,6 +54,13 @@ def nccl_tests_json(head: str) -> bool:
     return '"start_time"' in head and '"args"' in head and '"version"' in head
 
 
+def rccl_tests_json(head: str) -> bool:
+    """rccl-tests' results file (parse/rccl_tests_json.py): a JSON array or lines of measurements."""
+    return head.lstrip("\ufeff \t\r\n")[:1] in ("[", "{") and all(
+        f'"{key}"' in head for key in ("busBw", "algBw", "inPlace")
+    )
+
+
 _PROM_SAMPLE = re.compile(
     rb"^nccl_(?:bus_bandwidth_gbs|collective_exec_time_microseconds|p2p_bus_bandwidth_gbs|p2p_exec_time_microseconds)"
     rb"[{\s]",

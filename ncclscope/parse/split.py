@@ -74,6 +74,7 @@ def is_document(head: bytes) -> bool:
         or sniff.inspector_prometheus(head)
         or sniff.nccl_xml(head) is not None
         or sniff.nccl_tests_json(head.decode("utf-8", "replace"))
+        or sniff.rccl_tests_json(head.decode("utf-8", "replace"))
     )
 
 
