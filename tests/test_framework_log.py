@@ -312,6 +312,14 @@ def test_ranks_that_time_out_in_an_earlier_collective_are_behind_not_missing() -
     assert "slowest ranks 1-2 at sequence number 7712, where they timed out waiting themselves" in finding.message
     assert "rank 3 printed no watchdog line" in finding.message
     assert evidence_lines(finding) == [4, 5, 6]
+    # the two collectives the ranks time out in are one RUN006, not one finding each saying the same desync
+    timeout = only_finding("RUN006", path)
+    assert (
+        "timed out 2 collectives after 900 s against a 900 s timeout, ranks at different collectives (desync):"
+        " BROADCAST (SeqNum 7712, 2097152 elements) on ranks 1-2; _ALLGATHER_BASE (SeqNum 7714, 1024 elements) on"
+        " rank 0; rank 3 of 4 reported no timeout" in timeout.message
+    )
+    assert timeout.ranks == [0, 1, 2] and evidence_lines(timeout) == [4, 5, 6]
 
 
 def test_a_rank_behind_with_no_collective_of_its_own_under_way_is_missing(tmp_path: Path) -> None:

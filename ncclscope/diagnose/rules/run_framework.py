@@ -80,50 +80,61 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     reporting = {r for ranks in ranks_of.values() for r in ranks}
     silent = sorted(set(range(world)) - reporting) if world and reporting else []
     status = [e for e in ctx.case.framework if e.kind == "watchdog_status"]
-    for (op, seq), items in sorted(timeouts.items(), key=lambda kv: kv[0][1] or 0):
+    groups = sorted(timeouts.items(), key=lambda kv: kv[0][1] or 0)
+    parts, progress_of = [], []
+    for (op, seq), items in groups:
         ranks = ranks_of[(op, seq)]
-        first = items[0]
-        ran = max((e.ran_ms for e in items if e.ran_ms), default=None)
-        seq_text = f"SeqNum {seq}" if seq is not None else "no SeqNum"
-        numel = f", {first.numel_in} elements" if first.numel_in else ""
-        message = (
-            f"PyTorch watchdog timed out {op} ({seq_text}{numel})"
+        numel = f", {items[0].numel_in} elements" if items[0].numel_in else ""
+        parts.append(
+            f"{op} ({f'SeqNum {seq}' if seq is not None else 'no SeqNum'}{numel})"
             f" on rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks) or '?'}"
-            f"{f' after {ran / 1000:.0f} s' if ran else ''}"
         )
-        if first.timeout_ms:
-            message += f" against a {first.timeout_ms / 1000:.0f} s timeout"
         progress = sorted(
             {(e.last_enqueued, e.last_completed) for e in status if e.seq == seq and e.last_completed is not None}
         )
-        if progress:
-            message += "; last completed work " + ", ".join(f"{c} (enqueued {q})" for q, c in progress[:3])
-        if len(seqs) > 1:
-            others_seq = ", ".join(str(s) for s in seqs if s != seq)
-            message += f"; other ranks time out at SeqNum {others_seq}: ranks are at different collectives (desync)"
-        if silent:
-            message += (
-                f"; rank{'s' if len(silent) != 1 else ''} {rank_text(silent)} of {world} reported no timeout:"
-                " look there first (never joined, crashed or stuck elsewhere)"
+        progress_of.append(", ".join(f"{c} (enqueued {q})" for q, c in progress[:3]))
+    every = [e for _, items in groups for e in items]
+    ran = max((e.ran_ms for e in every if e.ran_ms), default=None)
+    limits = {e.timeout_ms for e in every if e.timeout_ms}
+    waited = f" after {ran / 1000:.0f} s" if ran else ""
+    if len(limits) == 1:
+        waited += f" against a {limits.pop() / 1000:.0f} s timeout"
+    if len(groups) == 1:
+        message = f"PyTorch watchdog timed out {parts[0]}{waited}"
+        if progress_of[0]:
+            message += f"; last completed work {progress_of[0]}"
+    else:  # ranks wait in different collectives (desync): one story, not one finding per collective
+        where = "different collectives" if len(seqs) > 1 else "different collectives at one SeqNum"
+        message = (
+            f"PyTorch watchdog timed out {len(groups)} collectives{waited}, ranks at {where} (desync): "
+            + "; ".join(
+                part + (f" (last completed work {progress})" if progress else "")
+                for part, progress in zip(parts, progress_of, strict=True)
             )
-            cut, _ = input_cut(ctx, {e.evidence.source for e in ctx.case.framework})
-            if cut:
-                message += f" (but the input looks cut ({cut}), so their lines may just be missing)"
-        if nccl_warns:
-            message += f"; NCCL logged {_lines(nccl_warns)} of WARN, see those findings"
-        elif not any(s.nccl_lines for s in ctx.case.sources):
-            message += "; the input holds no NCCL log, so whether NCCL reported an error is unknown"
-        else:
-            message += "; NCCL logged no WARN: the collective hung rather than failed"
-        evidence = [e.evidence for e in items]
-        yield make_finding(
-            "RUN006",
-            "error",
-            message,
-            evidence=shown(evidence),
-            evidence_count=len(evidence),
-            ranks=ranks,
         )
+    if silent:
+        message += (
+            f"; rank{'s' if len(silent) != 1 else ''} {rank_text(silent)} of {world} reported no timeout:"
+            " look there first (never joined, crashed or stuck elsewhere)"
+        )
+        cut, _ = input_cut(ctx, {e.evidence.source for e in ctx.case.framework})
+        if cut:
+            message += f" (but the input looks cut ({cut}), so their lines may just be missing)"
+    if nccl_warns:
+        message += f"; NCCL logged {_lines(nccl_warns)} of WARN, see those findings"
+    elif not any(s.nccl_lines for s in ctx.case.sources):
+        message += "; the input holds no NCCL log, so whether NCCL reported an error is unknown"
+    else:
+        message += "; NCCL logged no WARN: the collective hung rather than failed"
+    evidence = [e.evidence for e in every]
+    yield make_finding(
+        "RUN006",
+        "error",
+        message,
+        evidence=shown(evidence),
+        evidence_count=len(evidence),
+        ranks=sorted(reporting),
+    )
 
 
 HEARTBEAT_FIX = (
