@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,28 @@ def test_cli_json_reports_the_headers_mismatch() -> None:
     assert ver[0]["severity"] == "error"
     assert ver[0]["name"] == "mixed-versions"
     assert ver[0]["sources"]
+
+
+def test_without_a_version_line_the_socket_functions_of_one_jobs_warns_tell_two_releases(tmp_path: Path) -> None:
+    """Issue 43: ncclOsSocketPollConnect (src/os/linux.cc, 2.29.2+) on one host and socketPollConnect
+    (src/misc/socket.cc, 2.16.2-2.28.9) on the other, both connecting to the job's bootstrap root."""
+    path = REPO / "fixtures/runtime/mixed_releases_by_socket_function.log"
+    (finding,) = findings(str(path))
+    assert finding.severity == "error" and finding.hosts == ["gpu-n01", "gpu-n02"]
+    assert "connect to one address (10.4.0.11<42113>)" in finding.message
+    assert "socketPollConnect (misc/socket.cc, NCCL 2.16.2 to 2.28.9) on gpu-n02" in finding.message
+    assert "ncclOsSocketPollConnect (os/linux.cc, NCCL 2.29.2 or newer) on gpu-n01" in finding.message
+    assert sorted(e.line for e in finding.evidence) == [1, 4]
+    # one release on both hosts, or the two releases towards different addresses (separate jobs): nothing
+    text = path.read_text()
+    same = tmp_path / "same.log"
+    same.write_text(
+        text.replace(
+            "os/linux.cc:200 NCCL WARN ncclOsSocketPollConnect", "misc/socket.cc:578 NCCL WARN socketPollConnect"
+        )
+    )
+    apart = tmp_path / "apart.log"
+    apart.write_text(
+        text.replace("socketPollConnect: connect to 10.4.0.11", "socketPollConnect: connect to 10.4.0.12", 1)
+    )
+    assert findings(str(same)) == [] and findings(str(apart)) == []

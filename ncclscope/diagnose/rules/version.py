@@ -13,11 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ncclscope.common.versions import nccl_version, version_from_code
+from ncclscope.common.data_files import data_json
+from ncclscope.common.versions import nccl_version, release_tuple, version_from_code
 from ncclscope.common.words import number_ranges, plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
-from ncclscope.model import Evidence, Finding, NcclMessage, Process
+from ncclscope.model import Evidence, Finding, NcclMessage, Process, SocketFailure
 
 ProcKey = tuple[str, "int | None"]  # (host, pid)
 
@@ -303,3 +304,52 @@ def mixed_versions(ctx: Context) -> Iterable[Finding]:
             yield _mismatch_finding(job, "CUDA driver", dict(drivers), [])
     if warns:
         yield _warn_finding(warns)
+    yield from _releases_told_by_callers(ctx)
+
+
+def _releases_told_by_callers(ctx: Context) -> Iterable[Finding]:
+    """Where no version line says it: the processes whose socket WARNs connect to one address (one job's bootstrap
+    root) and name functions of releases that never overlap (data/release_markers.json)."""
+    markers = {m["caller"]: m for m in data_json("release_markers.json")["socket_callers"]}
+    versioned = {proc_key(p) for p in ctx.case.processes if nccl_version(p.nccl_version)}
+    by_peer: dict[str, dict[str, list[SocketFailure]]] = defaultdict(lambda: defaultdict(list))
+    for failure in ctx.case.socket_failures:
+        caller = failure.caller or ""
+        if caller in markers and failure.peer and (failure.host or "", failure.pid) not in versioned:
+            by_peer[failure.peer][caller].append(failure)
+    for peer, by_caller in by_peer.items():
+        spans = {caller: _span(markers[caller]) for caller in by_caller}
+        callers = sorted(by_caller, key=lambda c: spans[c][0])
+        if not any(_apart(spans[a], spans[b]) for a in callers for b in callers if a != b):
+            continue
+        parts = []
+        for caller in callers:
+            hosts = sorted({f.host for f in by_caller[caller] if f.host})
+            parts.append(
+                f"{caller} ({markers[caller]['file']}, {_span_text(markers[caller])}) on "
+                + (", ".join(hosts) if hosts else "a host not named")
+            )
+        evidence = [by_caller[caller][0].evidence for caller in callers]
+        yield make_finding(
+            "VER001",
+            "error",
+            f"Processes that connect to one address ({peer}) run different NCCL releases, as the functions their"
+            f" socket WARNs name tell (no version line says it): {'; '.join(parts)}",
+            evidence=shown(evidence),
+            evidence_count=sum(len(found) for found in by_caller.values()),
+            hosts=sorted({f.host for found in by_caller.values() for f in found if f.host}),
+        )
+
+
+def _span(marker: dict) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return release_tuple(marker["since"]) or (0,), release_tuple(marker.get("until")) or (99,)
+
+
+def _apart(a: tuple[tuple[int, ...], tuple[int, ...]], b: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """The release spans share no release."""
+    return a[1] < b[0] or b[1] < a[0]
+
+
+def _span_text(marker: dict) -> str:
+    until = marker.get("until")
+    return f"NCCL {marker['since']} to {until}" if until else f"NCCL {marker['since']} or newer"
