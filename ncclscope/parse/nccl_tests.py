@@ -976,7 +976,13 @@ def _json_device(device: object) -> TestDevice | None:
 
 def _result_lines(text: str, count: int) -> list[int]:
     """Line of the `"size"` key of each result, when the text shows exactly that many (else 1 for all)."""
-    starts = [m.end() for m in _JSON_RESULT.finditer(text)]
+    return match_lines(text, _JSON_RESULT, count)
+
+
+def match_lines(text: str, pattern: re.Pattern[str], count: int) -> list[int]:
+    """The line each match of `pattern` ends on, when the text holds exactly `count` of them (else 1 for all): the
+    lines of a JSON document's `count` records."""
+    starts = [m.end() for m in pattern.finditer(text)]
     if len(starts) != count:
         return [1] * count
     lines, line, pos = [], 1, 0

@@ -439,12 +439,9 @@ def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInp
         return _parse_rccl_tests_json(item, source)
     if not sniff.nccl_tests_json(head):
         return None
-    data = _read_whole(item, source, JSON_MAX_BYTES)
-    if data is None:
+    text = _json_text(item, source)
+    if text is None:
         return ParsedInput(source)
-    text = data.decode("utf-8", "replace")
-    source.lines = text.count("\n") + 1
-    source.bytes = len(data)
     run = parse_nccl_tests_json(text, item.display)
     if run is None:
         try:
@@ -457,13 +454,21 @@ def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInp
     return ParsedInput(source, benchmarks=[run])
 
 
-def _parse_rccl_tests_json(item: InputFile, source: Source) -> ParsedInput:
+def _json_text(item: InputFile, source: Source) -> str | None:
+    """A JSON document's text, read whole (its lines and bytes counted), or None with the reason in `source`."""
     data = _read_whole(item, source, JSON_MAX_BYTES)
     if data is None:
-        return ParsedInput(source)
+        return None
     text = data.decode("utf-8", "replace")
     source.lines = text.count("\n") + 1
     source.bytes = len(data)
+    return text
+
+
+def _parse_rccl_tests_json(item: InputFile, source: Source) -> ParsedInput:
+    text = _json_text(item, source)
+    if text is None:
+        return ParsedInput(source)
     read = parse_rccl_tests_json(text, item.display)
     if read is None:
         return _unusable(source, "JSON holds no rccl-tests measurement (busBw, algBw, inPlace)")

@@ -17,7 +17,7 @@ import json
 import re
 
 from ncclscope.model import BenchmarkRow, BenchmarkRun, Evidence, Measurement
-from ncclscope.parse.nccl_tests import _float, _infer, _int, _load_json
+from ncclscope.parse.nccl_tests import _float, _infer, _int, _load_json, match_lines
 from ncclscope.parse.nccl_tests_infer import TYPE_SIZES
 
 # rccl-tests' collective names (any case, `_`/`-` dropped) -> the test names nccl-tests' programs carry
@@ -34,6 +34,7 @@ COLLECTIVES = {
     "sendrecv": "sendrecv",
 }
 MEASUREMENT_KEYS = ("busBw", "algBw", "inPlace")  # what every measurement holds
+_OBJECT_START = re.compile(r"\{")  # the objects of the array are flat: one brace each
 
 
 def parse_rccl_tests_json(text: str, source: str) -> tuple[list[BenchmarkRun], int] | None:
@@ -64,7 +65,7 @@ def _objects(text: str) -> list[tuple[dict, int]]:
         data = [data]
     if isinstance(data, list):
         items = [item for item in data if isinstance(item, dict)]
-        return list(zip(items, _object_lines(text, len(items)), strict=True))
+        return list(zip(items, match_lines(text, _OBJECT_START, len(items)), strict=True))
     found = []
     for number, line in enumerate(text.splitlines(), start=1):
         body = line.strip().rstrip(",")
@@ -75,19 +76,6 @@ def _objects(text: str) -> list[tuple[dict, int]]:
                 item = {}  # cut short: counted with the objects that are no measurement
             found.append((item if isinstance(item, dict) else {}, number))
     return found
-
-
-def _object_lines(text: str, count: int) -> list[int]:
-    """The line each object of an array starts on, when the text shows exactly that many (else 1 for all)."""
-    starts = [m.start() for m in re.finditer(r"\{", text)]
-    if len(starts) != count:
-        return [1] * count
-    lines, line, pos = [], 1, 0
-    for start in starts:
-        line += text.count("\n", pos, start)
-        pos = start
-        lines.append(line)
-    return lines
 
 
 def _is_measurement(item: dict) -> bool:
