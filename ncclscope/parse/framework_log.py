@@ -52,7 +52,7 @@ MARKER_RE = re.compile(
 LOG_HEADER_RE = re.compile(r"\[?[EWIF]\d{0,4}(?: [\d:.]+)?(?: \d+)? ?[\w./-]+\.(?:cpp|cc|cu|hpp|h|py):\d+\]")
 # such a header inside a line, after a space: the paste lost the line break before it (an issue body whose
 # lines were joined), and what follows is a message of its own
-GLUED_HEADER_RE = re.compile(r"(?<=\s)\[[EWIF]\d{0,4}(?: [\d:.]+)?(?: \d+)? ?[\w./-]+\.(?:cpp|cc|cu|hpp|h|py):\d+\]")
+GLUED_HEADER_RE = re.compile(r"(?<=\s)(?=\[)" + LOG_HEADER_RE.pattern)
 # the time of such a header (glog's month, day and time: no year), where the text before a record holds one
 LOG_TIME_RE = re.compile(r"[EWIF](\d{1,2})(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)\b")  # c10 may not pad the month
 # a rank or process-group tag right before the marker belongs to the record
