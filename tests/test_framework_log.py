@@ -156,6 +156,13 @@ def test_a_wrapped_watchdog_exception_is_joined_with_the_timeout_it_quotes() -> 
     assert reader.cut == [1] and reader.not_understood == []
 
 
+def test_thousands_of_messages_glued_into_one_line_are_read_to_the_limit_and_counted() -> None:
+    line = " ".join("[E a.cc:1] NCCL error: unhandled system error, NCCL version 2.19.3" for _ in range(3000))
+    reader = read_lines(line)
+    assert len(reader.events) == 2000 and reader.not_kept == {"framework": 1000}
+    assert {e.evidence.line for e in reader.events} == {1}
+
+
 def test_a_traceback_quoting_the_code_that_raised_is_no_record() -> None:
     reader = read_lines('    raise RuntimeError(f"NCCL error: {error_str}")')
     assert reader.events == [] and reader.not_understood == []

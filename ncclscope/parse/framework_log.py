@@ -242,17 +242,28 @@ class FrameworkReader:
             self._carry = (line_no, text)
         return False
 
-    def _read(self, line_no: int, text: str, parts: int, line: str | None = None) -> bool:
+    def _read(self, line_no: int, text: str, parts: int) -> bool:
         """The record that begins in `text` (of `parts` physical lines, the first `line_no`), and those of the
-        messages glued after it (`line`: the whole line, the evidence of each)."""
+        messages glued after it: each C++ log header after a space that a record follows begins one."""
+        start = record_start(text)
+        if start is None:
+            return False
+        cuts = [0]
+        at = start + 1
+        while (glued := GLUED_HEADER_RE.search(text, at)) is not None:
+            if record_start(text, glued.start()) is not None:
+                cuts.append(glued.start())
+            at = glued.end()
+        found = False
+        for begin, end in zip(cuts, [*cuts[1:], len(text)], strict=True):
+            found = self._read_one(line_no, text[begin:end], parts, text) or found
+        return found
+
+    def _read_one(self, line_no: int, text: str, parts: int, line: str) -> bool:
+        """One record that begins in `text`, a piece of `line` (the evidence)."""
         start = record_start(text)
         if start is None or QUOTED_IN_CODE_RE.match(text, 0, start):
             return False
-        line = text if line is None else line
-        glued = GLUED_HEADER_RE.search(text, start + 1)
-        if glued is not None and record_start(text, glued.start()) is not None:
-            found = self._read(line_no, text[: glued.start()], parts, line)
-            return self._read(line_no, text[glued.start() :], parts, line) or found
         body = text[start:].rstrip()
         tree = _parse(body, "framework_record")
         if tree is None:
