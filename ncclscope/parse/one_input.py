@@ -435,10 +435,8 @@ def _parse_inspector(item: InputFile, source: Source, form: str) -> ParsedInput:
 def _parse_json(item: InputFile, source: Source, head_bytes: bytes) -> ParsedInput | None:
     """nccl-tests -J output or rccl-tests' results file; None when the file is neither (then it is read as text)."""
     head = head_bytes.decode("utf-8", "replace")
-    if sniff.rccl_tests_json(head) and not sniff.nccl_tests_json(head):
-        return _parse_rccl_tests_json(item, source)
     if not sniff.nccl_tests_json(head):
-        return None
+        return _parse_rccl_tests_json(item, source) if sniff.rccl_tests_json(head) else None
     text = _json_text(item, source)
     if text is None:
         return ParsedInput(source)

@@ -65,16 +65,17 @@ def can_split(item: InputFile) -> bool:
 
 def is_document(head: bytes) -> bool:
     """A JSON document or a pickle that parse_input reads whole (a Flight Recorder dump, `ncclras -f json`,
-    nccl-tests -J), or NCCL Inspector's output that it reads by its own reader, by the sniffers that parse_input
-    dispatches on; a log whose lines start with `[` or `{` is not one."""
+    nccl-tests -J, rccl-tests' results file), or NCCL Inspector's output that it reads by its own reader, by the
+    sniffers that parse_input dispatches on; a log whose lines start with `[` or `{` is not one."""
+    text = head.decode("utf-8", "replace")
     return (
         sniff.flight_recorder_dump(head) is not None
         or sniff.ras_json(head)
         or sniff.inspector_json(head)
         or sniff.inspector_prometheus(head)
         or sniff.nccl_xml(head) is not None
-        or sniff.nccl_tests_json(head.decode("utf-8", "replace"))
-        or sniff.rccl_tests_json(head.decode("utf-8", "replace"))
+        or sniff.nccl_tests_json(text)
+        or sniff.rccl_tests_json(text)
     )
 
 
