@@ -299,11 +299,11 @@ class NcclLogParser:
         data = unwrap_autolinks(data)
         lines = data.split(b"\n")
         words = data.translate(WORD_SKELETON).split(b"\n")
-        by_word, rest = self._by_template(enumerate(words))
+        by_word, by_coarse, rest = self._by_template(enumerate(words), lines)
         maybe_nccl, loud = self._sort_out(data, lines, rest)
         quiet = partial(self._quiet_while_busy, rest, lines=lines, first_line=first_line)
-        maybe_lines = self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line, quiet)
-        self._read_lines(lines, words, by_word, maybe_lines, first_line)
+        maybe_lines = self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line, quiet, every_line=True)
+        self._read_lines(lines, words, by_word, by_coarse, maybe_lines, first_line)
         self._note_last(lines, first_line)
 
     def _sparse(self, data: bytes) -> bool:
@@ -325,8 +325,8 @@ class NcclLogParser:
         indices, starts, ends, count = _lines_of_interest(self._sink.hints if self._sink else None).find(data)
         lines = {i: unwrap_autolinks(data[a:b]) for i, a, b in zip(indices, starts, ends, strict=True)}
         words = {i: line.translate(WORD_SKELETON) for i, line in lines.items()}
-        by_word, rest = self._by_template(words.items())
-        read_by_templates = {i for indices_of in by_word.values() for i in indices_of}
+        by_word, by_coarse, rest = self._by_template(words.items(), lines)
+        read_by_templates = {i for indices_of in (*by_word.values(), *by_coarse.values()) for i in indices_of}
         maybe_nccl, loud = self._sort_out(data, lines, rest, valid_utf8=True)
         ends_of = dict(zip(indices, ends, strict=True))
 
@@ -345,14 +345,19 @@ class NcclLogParser:
                 i += 1
 
         maybe_lines = self._nccl_or_wanted(rest, maybe_nccl, loud, lines, first_line, quiet)
-        self._read_lines(lines, words, by_word, maybe_lines, first_line)
+        self._read_lines(lines, words, by_word, by_coarse, maybe_lines, first_line)
         self._note_last_sparse(data, count, first_line)
 
-    def _by_template(self, words: Iterable[tuple[int, bytes]]) -> tuple[dict[bytes, list[int]], list[int]]:
-        """Lines (index, word skeleton), in order: those of a skeleton some template may read, by skeleton, and
-        the rest (the lines no template reads)."""
+    def _by_template(
+        self, words: Iterable[tuple[int, bytes]], lines: Lines
+    ) -> tuple[dict[bytes, list[int]], dict[bytes, list[int]], list[int]]:
+        """Lines (index, word skeleton), in order: those of a skeleton some template may read, by skeleton;
+        the COLL lines of a skeleton that a coarse template may read, by skeleton (coarse.py: new widths of a
+        known kind, most lines of a COLL log); and the rest (read line by line)."""
         by_word: dict[bytes, list[int]] = {}
+        by_coarse: dict[bytes, list[int]] = {}
         templates = self._templates
+        coarse_words = self._coarse_words if self._coarse_templates else None
         rest: list[int] = []
         for i, word in words:
             if word in templates:  # the hot path: a line of a known word skeleton (see templates.py)
@@ -362,20 +367,29 @@ class NcclLogParser:
                 else:
                     pending.append(i)
                 continue
+            # a skeleton routed to a coarse template before, on a line that names NCCL: the one way
+            # _read_lines would send it (the routes change only as templates are learnt)
+            if coarse_words is not None and coarse_words.get(word) and b"CCL" in lines[i]:
+                pending = by_coarse.get(word)
+                if pending is None:
+                    by_coarse[word] = [i]
+                else:
+                    pending.append(i)
+                continue
             rest.append(i)
-        return by_word, rest
+        return by_word, by_coarse, rest
 
     def _read_lines(
         self,
         lines: Lines,
         words: Lines,
         by_word: dict[bytes, list[int]],
+        by_coarse: dict[bytes, list[int]],
         maybe_nccl: Iterator[int],
         first_line: int,
     ) -> None:
-        """The lines of a block that templates read (`by_word`) and those that may be NCCL's, read."""
+        """The lines of a block that templates read (`by_word`, `by_coarse`) and those that may be NCCL's, read."""
         groups: dict[LineShape, list[int]] = {}
-        by_coarse: dict[bytes, list[int]] = {}
         templates = self._templates
         coarse_words = self._coarse_words
         for i in maybe_nccl:
@@ -455,9 +469,11 @@ class NcclLogParser:
         lines: Lines,
         first_line: int,
         quiet: Callable[[int, int | None], None],
+        every_line: bool = False,
     ) -> Iterator[int]:
         """The lines of `rest` that may be NCCL's, in order; on the way the others go to the other readers:
-        those that are wanted, and the quiet ones while a reader waits on the next line."""
+        those that are wanted, and the quiet ones while a reader waits on the next line. `every_line`: `rest`
+        holds every line no template reads (else quiet lines lie outside it too: the sparse way)."""
         on_other = self._on_other
         if loud is None:
             for i in rest:
@@ -467,6 +483,18 @@ class NcclLogParser:
                     on_other(first_line + i, lines[i].decode("utf-8", "replace"))
             return
         sink = self._sink
+        if every_line and len(maybe) + len(loud) >= len(rest):  # (almost) no quiet line: one pass over `rest`
+            for i in rest:
+                if i in maybe:
+                    yield i
+                elif i in loud:
+                    if sink is not None:
+                        sink.take(first_line + i, lines[i].decode("utf-8", "replace"), True)
+                    else:
+                        on_other(first_line + i, lines[i].decode("utf-8", "replace"))
+                elif sink is not None and sink.busy:  # a quiet line while a reader waits on the next line
+                    on_other(first_line + i, lines[i].decode("utf-8", "replace"))
+            return
         done = -1  # the last line handled
         for i in sorted(maybe | loud):
             if sink is not None and sink.busy:  # the quiet lines before this one, while a reader waits on them
