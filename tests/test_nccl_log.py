@@ -358,6 +358,46 @@ def test_lines_that_differ_only_in_values_reach_the_grammar_a_handful_of_times()
     assert parser.lark_parses <= 12, parser.lark_parses
 
 
+def test_coll_lines_read_in_many_blocks_are_read_as_in_one() -> None:
+    """A block's COLL lines whose widths a coarse template already reads go to it from the block's first
+    pass (those of new widths in the first block are found line by line): block by block, the per-rank
+    counts and last opCounts are those of one block, and the program's own lines between them stay
+    other lines."""
+    rng = random.Random(23)
+    origins = [
+        f"gpu-{n:0{rng.choice([2, 3])}d}:{rng.randint(100, 9_999_999)}:{rng.randint(100, 999)} [{n % 8}]"
+        for n in range(64)
+    ]
+    lines = []
+    for n in range(6_000):
+        if n % 97 == 5:
+            lines.append(f"step {n} | loss {rng.random():.4f} | lr 3e-4")
+            continue
+        count = rng.choice([1, 4096, 262144, 25165824])
+        lines.append(
+            coll_line(
+                rng,
+                rng.choice(origins),
+                f"{rng.choice(['AllReduce', 'ReduceScatter'])}: opCount {n:x}",
+                f"count {count} datatype {rng.randrange(10)} op 0",
+                (rng.choice([40, 44]), 47),
+            )
+        )
+
+    def read(block_lines: int) -> tuple[dict, dict, int, list[int]]:
+        others: list[tuple[int, str]] = []
+        parser = NcclLogParser(lambda n, t: others.append((n, t)))
+        for at in range(0, len(lines), block_lines):
+            parser.feed_block("\n".join(lines[at : at + block_lines]).encode(), at + 1)
+        result = parser.result
+        calls = {key: (count, op) for key, (count, op, _) in result.coll_calls.items()}
+        return calls, dict(result.families), result.recognized, [n for n, _ in others]
+
+    whole, blocks = read(len(lines)), read(150)
+    assert whole == blocks
+    assert whole[1] == {"coll_call": 6_000 - 62} and whole[3] == [n + 1 for n in range(6_000) if n % 97 == 5]
+
+
 def test_an_opcount_that_looks_decimal_or_like_a_word_does_not_make_a_template_of_its_own() -> None:
     """opCount is printed in hex: `7` and `d` are values of one field. The template learnt from the first
     line must take hex digits in that column whatever its own value looked like; else each letter (`d`

@@ -483,16 +483,14 @@ class NcclLogParser:
                     on_other(first_line + i, lines[i].decode("utf-8", "replace"))
             return
         sink = self._sink
-        if every_line and len(maybe) + len(loud) >= len(rest):  # (almost) no quiet line: one pass over `rest`
+        if every_line and len(maybe) + len(loud) == len(rest) and maybe.isdisjoint(loud):
+            # no quiet line (a block of NCCL's lines): none to pass on while a reader waits, one pass over `rest`
             for i in rest:
                 if i in maybe:
                     yield i
-                elif i in loud:
-                    if sink is not None:
-                        sink.take(first_line + i, lines[i].decode("utf-8", "replace"), True)
-                    else:
-                        on_other(first_line + i, lines[i].decode("utf-8", "replace"))
-                elif sink is not None and sink.busy:  # a quiet line while a reader waits on the next line
+                elif sink is not None:
+                    sink.take(first_line + i, lines[i].decode("utf-8", "replace"), True)
+                else:
                     on_other(first_line + i, lines[i].decode("utf-8", "replace"))
             return
         done = -1  # the last line handled
