@@ -300,6 +300,22 @@ def test_a_colour_code_inside_a_prefix_number_is_dropped_from_its_value() -> Non
     assert (event.host, event.pid, event.tid) == ("gpu-a1", 4411, 4411)
 
 
+def test_colour_codes_and_nul_bytes_inside_a_field_are_dropped_from_every_line_of_its_shape() -> None:
+    """`grep --color` marks a match inside a value; the first line of a shape is decoded field by field,
+    the others by the shape's decoder (which slices plain lines): each value comes out as printed."""
+    lines = [
+        "h:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+        "h:3:4 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to e\x1b[01;31m\x1b[Kth\x1b[m\x1b[K1",
+        "h:5:6 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth\x002",
+        "h:7:8 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth3",
+    ]
+    lines += [line.replace("h:", "g:").replace("1:2", "9:9") for line in lines]  # each shape once more
+    lines += [line[:-1] + "7" for line in lines]
+    result, _ = parse("\n".join(lines))
+    values = [event.fields["env_value"] for event in sorted(result.events, key=lambda e: e.line)]
+    assert values == [f"eth{n}" for n in (0, 1, 2, 3, 0, 1, 2, 3)] + ["eth7"] * 8
+
+
 def test_a_colour_code_inside_a_connection_rank_is_dropped_from_its_value() -> None:
     lines = [f"h:1:2 [0] NCCL INFO Channel {c:02d}/0 : 0[0] -> 1[1] via P2P/IPC\n" for c in range(40)]
     lines.append("h:1:2 [0] NCCL INFO Channel 40/0 : 0[0] -> 1\x1b[1;32m[1] via P2P/IPC\n")

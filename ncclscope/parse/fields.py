@@ -157,17 +157,58 @@ def int_or(text: str, default: int) -> int:
 
 
 def field_decoder(value: Any) -> Callable[[bytes], Any]:
-    """A function that decodes `value`'s spans out of a line, mirroring `decode`."""
+    """A function that decodes `value`'s spans out of a line, as `decode` does. Where the bytes the fields
+    span are plain ASCII (no colour code, no NUL: nearly every line), they are decoded once and sliced."""
+    by_span = _span_decoder(value)
+    spans = spans_of(value)
+    if not spans:
+        return by_span
+    low, high = min(a for a, _ in spans), max(b for _, b in spans)
+    sliced = _slice_decoder(value, low)
+
+    def decoder(line: bytes) -> Any:
+        window = line[low:high]
+        if window.isascii():
+            text = window.decode("ascii")
+            if "\x1b" not in text and "\x00" not in text:
+                return sliced(text)
+        return by_span(line)
+
+    return decoder
+
+
+def _span_decoder(value: Any) -> Callable[[bytes], Any]:
     if isinstance(value, tuple):
         a, b = value
         return lambda line: span_text(line[a:b])
     if isinstance(value, dict):
-        parts = [(k, field_decoder(v)) for k, v in value.items()]
+        parts = [(k, _span_decoder(v)) for k, v in value.items()]
         return lambda line: {k: part(line) for k, part in parts}
     if isinstance(value, list):
-        items = [field_decoder(v) for v in value]
+        items = [_span_decoder(v) for v in value]
         return lambda line: [item(line) for item in items]
     return lambda line: value
+
+
+def _slice_decoder(value: Any, low: int) -> Callable[[str], Any]:
+    """`_span_decoder` over the text of a line's bytes from `low` on (decoded once); a dict or list of spans
+    alone is one comprehension."""
+    if isinstance(value, tuple):
+        a, b = value[0] - low, value[1] - low
+        return lambda text: text[a:b]
+    if isinstance(value, dict):
+        if all(isinstance(v, tuple) for v in value.values()):
+            plan = [(k, a - low, b - low) for k, (a, b) in value.items()]
+            return lambda text: {k: text[a:b] for k, a, b in plan}
+        parts = [(k, _slice_decoder(v, low)) for k, v in value.items()]
+        return lambda text: {k: part(text) for k, part in parts}
+    if isinstance(value, list):
+        if all(isinstance(v, tuple) for v in value):
+            cuts = [(a - low, b - low) for a, b in value]
+            return lambda text: [text[a:b] for a, b in cuts]
+        items = [_slice_decoder(v, low) for v in value]
+        return lambda text: [item(text) for item in items]
+    return lambda text: value
 
 
 def hex_or(chunk: bytes, default: int = -1) -> int:
