@@ -361,22 +361,19 @@ class NcclLogParser:
         rest: list[int] = []
         for i, word in words:
             if word in templates:  # the hot path: a line of a known word skeleton (see templates.py)
-                pending = by_word.get(word)
-                if pending is None:
-                    by_word[word] = [i]
-                else:
-                    pending.append(i)
+                into = by_word
+            elif coarse_words is not None and coarse_words.get(word) and b"CCL" in lines[i]:
+                # a skeleton routed to a coarse template before, on a line that names NCCL: the one way
+                # _read_lines would send it (the routes change only as templates are learnt)
+                into = by_coarse
+            else:
+                rest.append(i)
                 continue
-            # a skeleton routed to a coarse template before, on a line that names NCCL: the one way
-            # _read_lines would send it (the routes change only as templates are learnt)
-            if coarse_words is not None and coarse_words.get(word) and b"CCL" in lines[i]:
-                pending = by_coarse.get(word)
-                if pending is None:
-                    by_coarse[word] = [i]
-                else:
-                    pending.append(i)
-                continue
-            rest.append(i)
+            pending = into.get(word)
+            if pending is None:
+                into[word] = [i]
+            else:
+                pending.append(i)
         return by_word, by_coarse, rest
 
     def _read_lines(
