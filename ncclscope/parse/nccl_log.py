@@ -173,6 +173,8 @@ def line_start(hints: OtherHints | None) -> re.Pattern[bytes]:
 
 
 def _valid_utf8(data: bytes) -> bool:
+    if data.isascii():  # nearly every block: no decoded copy is made to tell
+        return True
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -437,13 +439,8 @@ class NcclLogParser:
         if not line_hints.CHEAP_TEST:
             return set(rest), None
         hints = self._sink.hints if self._sink is not None else None
-        maybe: set[int] = set()
-        others: list[int] = []  # the lines without NCCL's name: the only ones searched
-        for i in rest:
-            if b"CCL" in lines[i]:
-                maybe.add(i)
-            else:
-                others.append(i)
+        maybe = {i for i in rest if b"CCL" in lines[i]}
+        others = [i for i in rest if i not in maybe] if maybe else rest  # without NCCL's name: the only ones searched
         found, opened = _line_filter(hints).scan([lines[i] for i in others], skip_start=1) if others else ({}, {})
         maybe.update(others[k] for k, tag in found.items() if tag & 1)
         wanted = {others[k] for k, tag in found.items() if tag == 2}
@@ -453,7 +450,9 @@ class NcclLogParser:
             else:
                 wanted.add(others[k])
         if valid_utf8 is None:  # only the lines that may go to the readers count (a record's bytes do not)
-            valid_utf8 = _valid_utf8(data if len(rest) == len(lines) else b"\n".join([lines[i] for i in rest]))
+            valid_utf8 = data.isascii() or _valid_utf8(
+                data if len(rest) == len(lines) else b"\n".join([lines[i] for i in rest])
+            )
         if hints is None or not valid_utf8:
             return maybe, None
         return maybe, wanted
