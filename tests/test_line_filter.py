@@ -210,3 +210,18 @@ def test_a_quiet_line_that_is_not_valid_utf8_is_still_counted(tmp_path: Path) ->
         finally:
             line_hints.CHEAP_TEST = True
     assert counts == [2, 2]
+
+
+def test_a_word_carries_the_tags_of_every_word_its_match_can_hide() -> None:
+    """A match of `Traceback (most` holds `back (` and ends where `most recent` begins: its line is found for
+    both, and so for what they hide in turn (`recent`)."""
+    from ncclscope.parse.word_scan import hidden_tags
+
+    tags = {b"Traceback (most": 1, b"back (": 2, b"most recent": 4, b"recent": 8, b"NCCL": 16}
+    assert hidden_tags(tags) == {
+        b"Traceback (most": 1 | 2 | 4 | 8,
+        b"back (": 2,
+        b"most recent": 4 | 8,
+        b"recent": 8,
+        b"NCCL": 16,
+    }

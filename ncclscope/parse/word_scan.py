@@ -69,14 +69,20 @@ def hidden_tags(tags: Mapping[bytes, int]) -> dict[bytes, int]:
     """Each word's tags with those of the words its match can hide. An expression's matches do not overlap:
     one that holds another word, or ends where another begins, would hide it. It carries that word's tags
     too (both are in one line: the line is found for both)."""
+    words = list(tags)
+    hides = {a: [b for b in words if a != b and _overlaps(a, b)] for a in words}  # found once: a few hundred words
     out = dict(tags)
     changed = True
     while changed:
         changed = False
-        for a in out:
-            for b in out:
-                overlaps = b in a or any(a.endswith(b[:k]) for k in range(1, len(b)))
-                if a != b and overlaps and out[a] | out[b] != out[a]:
+        for a, hidden in hides.items():
+            for b in hidden:
+                if out[a] | out[b] != out[a]:
                     out[a] |= out[b]
                     changed = True
     return out
+
+
+def _overlaps(a: bytes, b: bytes) -> bool:
+    """Whether a match of `a` holds `b` or ends with a beginning of it."""
+    return b in a or any(a.endswith(b[:k]) for k in range(1, len(b)))
