@@ -26,21 +26,25 @@ def add_connections(parsed: ParsedInput, summary: ConnectionSummary, edges: dict
         if transport not in summary.examples:
             line, text = log.transport_examples[transport]
             summary.examples[transport] = Evidence(source=path, line=line, text=text)
+    with_gdr = without_gdr = via_proxy = 0  # summed here: each assignment to a pydantic field is a Python call
     for key, (count, line, raw) in log.edges.items():
         host, pid, transport, direction, rank, peer, nic, proxy, gdr, shared, _, _ = key
         if transport.startswith(("NET/", "COLLNET/")):
             if gdr:
-                summary.net_with_gdr += count
+                with_gdr += count
             else:
-                summary.net_without_gdr += count
+                without_gdr += count
             if proxy >= 0:
-                summary.via_proxy += count
+                via_proxy += count
         full = (path, *key)
         entry = edges.get(full)
         if entry is None:
             edges[full] = [count, line, raw]
         else:
             entry[0] += count
+    summary.net_with_gdr += with_gdr
+    summary.net_without_gdr += without_gdr
+    summary.via_proxy += via_proxy
 
 
 def _edge_order(item: tuple[tuple, list]) -> tuple:
