@@ -690,6 +690,7 @@ def _on_topo_paths(b: Builder, s: ProcessState, e: Event, path: str) -> None:
                 evidence=evidence_of(e, path),
             )
         )
+    if topology.gpu_paths:
         b.hosts_with_paths.add(key)
 
 

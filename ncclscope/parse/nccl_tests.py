@@ -809,7 +809,7 @@ def _infer(run: BenchmarkRun, columns: list[str]) -> None:
 # -J JSON output (C.7)
 
 _JSON_BARE_NAN = re.compile(r"(?<=[:\[,])(\s*)-?(?:nan|inf)\b", re.I)
-_JSON_RESULT = re.compile(r'\{\s*"size"\s*:')
+_JSON_RESULT = re.compile(r'\{\s*"size"\s*:')  # where each result begins: its line is its evidence
 
 
 def parse_nccl_tests_json(text: str, source: str) -> BenchmarkRun | None:
@@ -974,11 +974,6 @@ def _json_device(device: object) -> TestDevice | None:
     )
 
 
-def _result_lines(text: str, count: int) -> list[int]:
-    """Line of the `"size"` key of each result, when the text shows exactly that many (else 1 for all)."""
-    return match_lines(text, _JSON_RESULT, count)
-
-
 def match_lines(text: str, pattern: re.Pattern[str], count: int) -> list[int]:
     """The line each match of `pattern` ends on, when the text holds exactly `count` of them (else 1 for all): the
     lines of a JSON document's `count` records."""
@@ -1006,7 +1001,7 @@ def _json_run(data: dict, text: str, source: str) -> BenchmarkRun:
     results = [r for r in data.get("results") or [] if isinstance(r, dict)]
     rows = [
         row
-        for result, line in zip(results, _result_lines(text, len(results)), strict=True)
+        for result, line in zip(results, match_lines(text, _JSON_RESULT, len(results)), strict=True)
         if (row := _json_row(result, line)) is not None
     ]
     devices = [d for d in map(_json_device, config.get("devices") or []) if d is not None]

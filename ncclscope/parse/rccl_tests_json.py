@@ -50,7 +50,8 @@ def parse_rccl_tests_json(text: str, source: str) -> tuple[list[BenchmarkRun], i
             by_run.setdefault((_collective(item.get("name")), _int(item.get("numCycle"))), []).append((item, line))
     if not by_run:
         return None
-    runs = [_run(collective, found, text, source) for (collective, _), found in by_run.items()]
+    lines = text.splitlines()  # each run's first line is its evidence
+    runs = [_run(collective, found, lines, source) for (collective, _), found in by_run.items()]
     return runs, len(items) - sum(len(found) for found in by_run.values())
 
 
@@ -101,7 +102,7 @@ def _measurement(item: dict) -> Measurement:
     )
 
 
-def _run(collective: str, found: list[tuple[dict, int]], text: str, source: str) -> BenchmarkRun:
+def _run(collective: str, found: list[tuple[dict, int]], lines: list[str], source: str) -> BenchmarkRun:
     rows: dict[tuple[int, str, str, int], BenchmarkRow] = {}
     for item, line in found:
         size = _int(item.get("size")) or 0
@@ -136,7 +137,7 @@ def _run(collective: str, found: list[tuple[dict, int]], text: str, source: str)
         max_bytes=max(sizes) if sizes else None,
         layout="rccl-tests json",
         rows=list(rows.values()),
-        evidence=Evidence(source=source, line=first_line, text=text.splitlines()[first_line - 1][:300]),
+        evidence=Evidence(source=source, line=first_line, text=lines[first_line - 1][:300]),
     )
     _infer(run, ["redop", "root"] if "root" in first_item else ["redop"])  # the rank count from busBw / algBw
     return run

@@ -70,7 +70,7 @@ def hidden_tags(tags: Mapping[bytes, int]) -> dict[bytes, int]:
     one that holds another word, or ends where another begins, would hide it. It carries that word's tags
     too (both are in one line: the line is found for both)."""
     words = list(tags)
-    hides = {a: [b for b in words if a != b and _overlaps(a, b)] for a in words}  # found once: a few hundred words
+    hides = {a: [b for b in words if a != b and _overlaps(a, b)] for a in words}  # found once, not on every pass
     out = dict(tags)
     changed = True
     while changed:

@@ -97,6 +97,13 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
     yield from _far_paths_in_log(ctx)
 
 
+# NCCL's path types beyond PXB, as TOPO001 judges them: (type, severity, what the path crosses)
+FAR_PATH_LEVELS: tuple[tuple[str, Severity, str], ...] = (
+    ("SYS", "error", "cross the CPU-to-CPU interconnect (SYS)"),
+    ("PHB", "warning", "go through a PCIe host bridge (PHB)"),
+)
+
+
 def _far_paths_in_log(ctx: Context) -> Iterable[Finding]:
     """TOPO001 from NCCL's own paths between the GPUs of a host, where no matrix was given."""
     if ctx.case.topologies:
@@ -115,11 +122,7 @@ def _far_paths_in_log(ctx: Context) -> Iterable[Finding]:
         for path in topo.gpu_paths:
             if path.path_type in ("SYS", "PHB"):
                 far.setdefault(tuple(sorted((path.source, path.target))), path)
-        levels: tuple[tuple[str, Severity, str], ...] = (
-            ("SYS", "error", "cross the CPU-to-CPU interconnect (SYS)"),
-            ("PHB", "warning", "go through a PCIe host bridge (PHB)"),
-        )
-        for level, severity, crossing in levels:
+        for level, severity, crossing in FAR_PATH_LEVELS:
             pairs = sorted((pair, path) for pair, path in far.items() if path.path_type == level)
             if not pairs:
                 continue
