@@ -190,15 +190,26 @@ def _add_connection_processes(b: Builder, edges: dict[tuple, list]) -> None:
     """The processes (and their hosts) that the connection lines name: a paste of a job's connection lines
     alone still shows every process that printed one, and its rank. (Not its GPU: the number in brackets
     is a device index in newer releases and a bus id in older ones.)"""
-    # in the order of their first lines: ranges read apart fill `edges` in another order than one reader
-    for full, _ in sorted(edges.items(), key=lambda item: (item[0][0], item[1][1])):
+    # in the order of their first lines: ranges read apart fill `edges` in another order than one reader.
+    # A process has thousands of edges in a large job: they are gathered per process first.
+    first: dict[tuple[str, str | None, int | None], tuple[str, int, int]] = {}
+    ranks: dict[tuple[str, str | None, int | None], set[int]] = defaultdict(set)
+    for order, (full, entry) in enumerate(edges.items()):
         path, host, pid, rank = full[0], full[1], full[2], full[5]
         pid = pid if pid is not None and pid >= 0 else None  # the edges' key says -1 for a lost pid
         if not host and pid is None:
             continue
-        proc = process_state(b, path, host, pid).process
-        if rank is not None and rank >= 0 and rank not in proc.ranks:
-            proc.ranks.append(rank)
+        key = (path, host, pid)
+        known = first.get(key)
+        if known is None or entry[1] < known[1]:  # (a key holds its path) ties keep the edges' own order
+            first[key] = (path, entry[1], order)
+        if rank is not None and rank >= 0:
+            ranks[key].add(rank)
+    for key in sorted(first, key=first.__getitem__):
+        proc = process_state(b, *key).process
+        added = [r for r in sorted(ranks.get(key, ())) if r not in proc.ranks]
+        if added:
+            proc.ranks.extend(added)
             proc.ranks.sort()
 
 

@@ -118,7 +118,11 @@ def detect_instance(case: Case, gpu: PlatformSpec | None) -> tuple[InstanceSpec 
             spec = instance_by_topo_file(setting.value)
             if spec is not None:
                 return spec, setting.evidence
+    tried: set[str | None] = set()  # thousands of processes print a few networks
     for p in case.processes:
+        if p.network in tried:
+            continue
+        tried.add(p.network)
         fits = instances_by_network(p.network)
         if len(fits) > 1:
             fits = [i for i in fits if gpu is not None and i.gpu == gpu.key]

@@ -138,10 +138,10 @@ def _host_gdr(ctx: Context) -> dict[str, HostGdr]:
         decided[host] = gdr
         return gdr
 
-    for net in nets.values():
-        for edge in net.rdma_edges:
-            gdr = entry(net.name)
-            if gdr is not None:
+    for net in list(nets.values()):
+        gdr = entry(net.name) if net.rdma_edges else None
+        if gdr is not None:
+            for edge in net.rdma_edges:
                 (gdr.on_edges if edge.gdr else gdr.off_edges).append(edge)
     for edge in ctx.case.edges:  # lines whose hostname was lost (redacted: ":PID:TID [0] NCCL INFO ...")
         if not edge.host and is_net_edge(edge) and not is_socket(net_name(edge.transport)):

@@ -122,11 +122,14 @@ def _host_nets(ctx: Context) -> dict[str, HostNet]:
     for host in ctx.case.hosts:
         if host.name:
             out[host.name] = HostNet(host.name, networks=list(host.networks), ranks=list(host.ranks))
+    socket: dict[str, bool | None] = {}  # per transport (a job has a few, and thousands of edges)
     for edge in ctx.case.edges:
-        if not edge.host or not is_net_edge(edge):
+        transport = edge.transport
+        over_socket = socket[transport] if transport in socket else _over_socket(socket, transport)
+        if not edge.host or over_socket is None:
             continue
-        entry = out.setdefault(edge.host, HostNet(edge.host))
-        (entry.socket_edges if is_socket(net_name(edge.transport)) else entry.rdma_edges).append(edge)
+        entry = out.get(edge.host) or out.setdefault(edge.host, HostNet(edge.host))
+        (entry.socket_edges if over_socket else entry.rdma_edges).append(edge)
     for dev in ctx.case.net_devices:
         if dev.host:
             out.setdefault(dev.host, HostNet(dev.host)).devices.append(dev)
@@ -135,6 +138,13 @@ def _host_nets(ctx: Context) -> dict[str, HostNet]:
         if proc.host in out and proc.network and line is not None:
             out[proc.host].network_lines.append((proc.network, line))
     return out
+
+
+def _over_socket(known: dict[str, bool | None], transport: str) -> bool | None:
+    """Whether a connection of `transport` goes over sockets; None when it is no NET connection."""
+    over = is_socket(net_name(transport)) if transport.startswith(("NET/", "COLLNET/")) else None
+    known[transport] = over
+    return over
 
 
 def rank_index(ctx: Context) -> dict[tuple[str | None, int | None, int | None], int]:

@@ -170,6 +170,12 @@ def matrix_has_nvlink(topo: TopologyMatrix) -> bool:
 
 # ------------------------------------------------------------------------------------------ log
 def gpus_per_host(ctx: Context) -> dict[str, int]:
+    """GPUs per host: the devices its processes drive, the matrix's, the platform's. Built once per analysis
+    (two rules read it); each caller gets its own dict."""
+    return dict(ctx.once("gpus_per_host", _gpus_per_host))
+
+
+def _gpus_per_host(ctx: Context) -> dict[str, int]:
     devices: dict[str, set[int]] = defaultdict(set)
     for process in ctx.case.processes:
         if process.host:
