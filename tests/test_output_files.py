@@ -104,3 +104,98 @@ def test_case_json_written_a_field_at_a_time_is_the_serializer_s_json(tmp_path: 
 
     for model in (Partly(), Empty(), Holder()):
         assert b"".join(json_chunks(model)) == model.__pydantic_serializer__.to_json(model, indent=2) + b"\n"
+
+
+# ------------------------------------------------------------------ the Case's JSON made while the rules run
+def _large_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncclscope.common import json_aside
+
+    monkeypatch.setattr(json_aside, "ASIDE_MIN_ITEMS", 1)  # the fixture's Case stands in for a 100 MB log's
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system: the Case's JSON is made in place")
+def test_the_case_s_json_made_by_a_forked_process_is_the_serializer_s_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`analyze --format json` of a large log: a forked copy makes the Case's pieces while the rules run; the
+    document is byte for byte the one made in one process."""
+    from ncclscope.api import analyze, read
+    from ncclscope.common.json_aside import FieldAside, field_aside
+    from ncclscope.model import Analysis
+
+    _large_enough(monkeypatch)
+    case = read(LOG, str(FIXTURES / "nccl" / "errors_runtime.log"))
+    aside = field_aside(Analysis, "case", case)
+    assert isinstance(aside, FieldAside)  # a process was forked
+    analysis = analyze(case)
+    whole = analysis.__pydantic_serializer__.to_json(analysis, indent=2) + b"\n"
+    from ncclscope.common.output_files import json_chunks
+
+    assert b"".join(json_chunks(analysis, {"case": aside})) == whole
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_a_forked_process_that_fails_leaves_the_pieces_to_be_made_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy fails (here: its serializer raises; a full disk alike): the same bytes, made by this process,
+    and the copy is reaped. A copy stopped before the output needs it (the rules failed) is killed and reaped."""
+    from ncclscope.api import analyze, read
+    from ncclscope.common import json_aside, output_files
+    from ncclscope.model import Analysis
+
+    _large_enough(monkeypatch)
+    parent = os.getpid()
+
+    def fails_in_the_copy(model: object, name: str) -> object:
+        if os.getpid() != parent:
+            raise OSError("No space left on device")
+        return output_files.field_pieces(model, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json_aside, "field_pieces", fails_in_the_copy)
+    case = read(LOG)
+    analysis = analyze(case)
+    aside = json_aside.field_aside(Analysis, "case", case)
+    assert aside is not None
+    pid = aside._pid
+    assert b"".join(output_files.json_chunks(analysis, {"case": aside})) == (
+        analysis.__pydantic_serializer__.to_json(analysis, indent=2) + b"\n"
+    )
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # type: ignore[arg-type]  # reaped already
+
+    stopped = json_aside.field_aside(Analysis, "case", case)
+    assert stopped is not None
+    pid = stopped._pid
+    stopped.discard()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # type: ignore[arg-type]
+
+
+def test_a_small_case_s_json_is_made_in_place() -> None:
+    """Forking costs more than a small Case's JSON: nothing is forked."""
+    from ncclscope.api import read
+    from ncclscope.common.json_aside import field_aside
+    from ncclscope.model import Analysis
+
+    assert field_aside(Analysis, "case", read(LOG)) is None
+
+
+def test_a_command_that_kept_what_it_read_ends_with_its_status_and_its_output_flushed(tmp_path: Path) -> None:
+    """A reading command keeps its Case to the end and ends the process at once (freeing a large Case object
+    by object costs 0.05 s): its buffered output is still written whole, and its status is the command's."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from ncclscope.common.exit_status import end_process, keep_until_exit\n"
+        "end_process(4)\n"  # nothing kept yet: returns
+        "keep_until_exit(object())\n"
+        "sys.stdout.write('x' * 100000)\n"
+        "sys.stderr.write('said')\n"
+        "end_process(5)\n"
+        "print('not reached')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (5, b"x" * 100000, b"said")
+    out = tmp_path / "out.json"
+    analyzed = run_cli("analyze", "--format", "json", "-o", str(out), str(FIXTURES / "nccl" / "errors_runtime.log"))
+    assert analyzed.returncode == 1, analyzed.stderr.decode()  # its findings reach --fail-on error
+    assert json.loads(out.read_text())["case"]["sources"]

@@ -22,7 +22,7 @@ from ncclscope.cli.fleet_command import fleet
 from ncclscope.cli.options import IdleOpt
 from ncclscope.cli.run_command import run
 from ncclscope.cli.tui_command import tui
-from ncclscope.common.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit
+from ncclscope.common.exit_status import EXIT_INTERNAL, EXIT_UNUSABLE, FailOn, findings_exit, keep_until_exit
 from ncclscope.common.output_files import guard_stdout, json_chunks, write_output
 
 app = typer.Typer(
@@ -91,8 +91,11 @@ def read_case(paths: list[str], jobs: int | None):  # type: ignore[no-untyped-de
     from ncclscope.case.read import read_case as read
 
     # A command runs once and exits: what was read lives to the end, so the collector need not walk
-    # it again while the rules and the output run (a large Case is millions of objects).
-    return read(paths, jobs, kept_to_exit=True)
+    # it again while the rules and the output run, nor free it as the command returns (a large Case is
+    # millions of objects; exit_status.keep_until_exit).
+    outcome = read(paths, jobs, kept_to_exit=True)
+    keep_until_exit(outcome)
+    return outcome
 
 
 def _read(paths: list[str], jobs: int | None, redact: bool):  # type: ignore[no-untyped-def]
@@ -214,7 +217,18 @@ def analyze(
         # stopped before anything was read, or nothing usable in the inputs (a missing path, an empty or binary
         # file, no line any reader knows): the lines above say why, and there is nothing to judge
         raise typer.Exit(outcome.exit_code)
-    analysis = run_rules(outcome.case, select, ignore)
+    case_json = None
+    if output_format is AnalyzeFormat.json:
+        from ncclscope.common.json_aside import field_aside
+        from ncclscope.model import Analysis
+
+        case_json = field_aside(Analysis, "case", outcome.case)  # made while the rules run (json_aside.py)
+    try:
+        analysis = run_rules(outcome.case, select, ignore)
+    except BaseException:
+        if case_json is not None:
+            case_json.discard()
+        raise
     if output_format is AnalyzeFormat.text:
         if output is None:
             render.print_text(analysis, Console(highlight=False, soft_wrap=True))
@@ -223,7 +237,8 @@ def analyze(
             render.print_text(analysis, console)
             write_output(console.export_text(), output)
     elif output_format is AnalyzeFormat.json:
-        write_output(json_chunks(analysis), output)  # render.to_json's bytes, written in pieces
+        # render.to_json's bytes, written in pieces
+        write_output(json_chunks(analysis, {"case": case_json} if case_json is not None else None), output)
     else:
         writer = {"markdown": render.to_markdown, "sarif": render.to_sarif}
         write_output(writer[output_format.value](analysis), output)

@@ -44,9 +44,19 @@ def main() -> None:
     gc.enable()
     try:
         run_cli()
+    except SystemExit as done:
+        _discard_early_workers()
+        from ncclscope.common.exit_status import end_process
+
+        end_process(done.code)  # the process ends here when the command kept what it read
+        raise
     finally:
-        if "ncclscope.parse.workers" in sys.modules:
-            sys.modules["ncclscope.parse.workers"].discard_early()
+        _discard_early_workers()
+
+
+def _discard_early_workers() -> None:
+    if "ncclscope.parse.workers" in sys.modules:
+        sys.modules["ncclscope.parse.workers"].discard_early()
 
 
 def _large_file(arg: str) -> bool:

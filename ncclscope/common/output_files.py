@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -45,39 +45,48 @@ def _write_all(handle: IO[bytes], data: bytes | Iterable[bytes]) -> None:
         handle.write(chunk)
 
 
-def json_chunks(model: BaseModel) -> Iterator[bytes]:
+def json_chunks(model: BaseModel, made: Mapping[str, Iterable[bytes]] | None = None) -> Iterator[bytes]:
     """`model` as indented JSON (the bytes of `to_json(model, indent=2)` and a final newline), one
     top-level field at a time, and a field that is itself a model (an Analysis's Case) one of its fields
     at a time: a large Case's JSON is tens of MB, and a serializer's buffer grows to twice that before it
     is copied out, the peak of a run's memory. Each piece is cut from what the serializer itself writes
-    when asked for that field only, so the bytes are its own."""
+    when asked for that field only, so the bytes are its own. `made`: the pieces of some fields, made
+    already (json_aside.py), as field_pieces gives them."""
+    first = True
+    for name in type(model).model_fields:
+        pieces = iter(made[name] if made and name in made else field_pieces(model, name))
+        head = next(pieces, None)
+        if head is None:  # excluded from the output
+            continue
+        yield (b"{\n" if first else b",\n") + head
+        yield from pieces
+        first = False
+    yield b"\n}\n" if not first else b"{}\n"
+
+
+def field_pieces(model: BaseModel, name: str) -> Iterator[bytes]:
+    """The lines of one top-level field of `model` in its indented JSON (none when it is excluded), a field
+    that is itself a model one of its own fields at a time (json_chunks)."""
     from pydantic import BaseModel
 
     serializer = model.__pydantic_serializer__
-    first = True
-    for name in type(model).model_fields:
-        lead = b"{\n" if first else b",\n"
-        value = getattr(model, name, None)
-        if isinstance(value, BaseModel):
-            opened = False
-            for sub in type(value).model_fields:
-                # {\n  "name": {\n    "sub": ...\n  }\n}: the lines of "sub" end where "\n  }\n}" begins
-                part = serializer.to_json(model, indent=2, include={name: {sub}})
-                if not part.endswith(b"\n  }\n}"):  # the field or the sub-field is excluded
-                    continue
-                second = part.index(b"\n", 2)
-                yield (lead + part[2:second] if not opened else b",") + part[second : -len(b"\n  }\n}")]
-                opened = True
-            if opened:
-                yield b"\n  }"
-                first = False
+    value = getattr(model, name, None)
+    if isinstance(value, BaseModel):
+        opened = False
+        for sub in type(value).model_fields:
+            # {\n  "name": {\n    "sub": ...\n  }\n}: the lines of "sub" end where "\n  }\n}" begins
+            part = serializer.to_json(model, indent=2, include={name: {sub}})
+            if not part.endswith(b"\n  }\n}"):  # the field or the sub-field is excluded
                 continue
-        piece = serializer.to_json(model, indent=2, include={name})
-        if piece == b"{}":  # excluded from the output
-            continue
-        yield lead + piece[2:-2]  # the field's lines between "{\n" and "\n}"
-        first = False
-    yield b"\n}\n" if not first else b"{}\n"
+            second = part.index(b"\n", 2)
+            yield (part[2:second] if not opened else b",") + part[second : -len(b"\n  }\n}")]
+            opened = True
+        if opened:
+            yield b"\n  }"
+            return
+    piece = serializer.to_json(model, indent=2, include={name})
+    if piece != b"{}":
+        yield piece[2:-2]  # the field's lines between "{\n" and "\n}"
 
 
 class Replacement:
