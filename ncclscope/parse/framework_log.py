@@ -126,6 +126,29 @@ OPTIONS = {"size": "world_size", "global rank": "rank", "TIMEOUT(ms)": "timeout_
 
 
 def event_from(tree: Tree, evidence: Evidence) -> FrameworkEvent:
+    kind, values, text = _what_it_says(tree)
+    return FrameworkEvent(kind=kind, text=text, evidence=evidence, **values)  # type: ignore[arg-type]
+
+
+# trees read (by id, each kept here so that its id names it alone) -> what they say: _parse serves the same
+# tree for the same record text, which a crash loop prints by the thousand, and walking a tree costs more
+# than the event made from it
+_SAID: dict[int, tuple[Tree, str, dict[str, object], str]] = {}
+SAID_KEEP = 512
+
+
+def _what_it_says(tree: Tree) -> tuple[str, dict[str, object], str]:
+    """A record's kind, fields and text (event_from); the fields are a copy the caller may keep."""
+    said = _SAID.get(id(tree))
+    if said is None or said[0] is not tree:
+        said = (tree, *_read_tree(tree))
+        if len(_SAID) >= SAID_KEEP:
+            _SAID.clear()
+        _SAID[id(tree)] = said
+    return said[1], dict(said[2]), said[3]
+
+
+def _read_tree(tree: Tree) -> tuple[str, dict[str, object], str]:
     values: dict[str, object] = {}
     for option in tree.find_data("option"):
         name = OPTIONS.get(str(option.children[0]).strip())
@@ -147,13 +170,8 @@ def event_from(tree: Tree, evidence: Evidence) -> FrameworkEvent:
     text = next((str(t).strip() for t in tree.children if isinstance(t, Token) and t.type == "TEXT"), "")
     result = values.pop("result_text", None) or values.pop("result_name", None)
     pg = values.pop("pg_id", None)
-    return FrameworkEvent(
-        kind=str(tree.data),  # type: ignore[arg-type]
-        process_group=str(pg) if pg is not None else None,
-        text=str(result or text),
-        evidence=evidence,
-        **values,  # type: ignore[arg-type]
-    )
+    values["process_group"] = str(pg) if pg is not None else None
+    return str(tree.data), values, str(result or text)
 
 
 @dataclass
