@@ -183,6 +183,54 @@ def test_every_input_read_the_sparse_way_gives_the_case_read_line_by_line(
     assert used > 60, used
 
 
+def test_nccl_s_name_found_by_the_filter_or_line_by_line_gives_the_same_case(
+    generated: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 42: the lines no template reads are searched for "CCL" one by one where most are NCCL's (new shapes),
+    or as one more word of the filter's pass where most are other programs' text (a crash loop's tracebacks).
+    Either way must give the same Case; each input is read both ways, and the probe chooses both ways among them."""
+    files = [*_text_files(FIXTURES), *(_text_files(CORPUS) if CORPUS.is_dir() else []), *generated.values()]
+    chosen: set[bool] = set()
+    probe = nccl_log._ccl_by_filter
+
+    def noted(lines: nccl_log.Lines, rest: list[int]) -> bool:
+        way = probe(lines, rest)
+        chosen.add(way)
+        return way
+
+    monkeypatch.setattr(nccl_log, "_ccl_by_filter", noted)
+    for path in files:
+        _case([str(path)], True)
+    assert chosen == {True, False}  # the probe takes each way on some of them
+    # NCCL's records glued after other text, mid-line (no line start tells them), between a crash loop's lines
+    glued = tmp_path / "glued.log"
+    head = "node01:4242:4242 [0] NCCL INFO"
+    loop = [
+        "Traceback (most recent call last):",
+        '  File "/srv/train.py", line 88, in <module>',
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+        *(f"{{'loss': {k / 7:.4f}, 'step': {k}}}" for k in range(20)),
+    ]
+    records = [
+        f"step 5 | loss 1.25{head} NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+        f"[rank0]: wait{head} comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1234 - Init START",
+    ]
+    glued.write_text("\n".join([*loop, records[0], *loop, records[1], *loop]) + "\n")
+    files.append(glued)
+    for path in files:
+        monkeypatch.setattr(nccl_log, "_ccl_by_filter", lambda lines, rest: True)
+        by_filter = _case([str(path)], True)
+        monkeypatch.setattr(nccl_log, "_ccl_by_filter", lambda lines, rest: False)
+        assert by_filter == _case([str(path)], True), path
+    assert by_filter["communicators"] and by_filter["net_devices"]  # the glued records were read
+    # the filter's way finds "CCL" wherever it is, as the test of each line does (RCCL, a cut "CCL WARN")
+    only_ccl = [b"loaded RCCL 2.18 from /opt/rocm", b"x CCL WARN cut", b"no such name here"]
+    found, _ = nccl_log._line_filter(stored_hints(), with_ccl=True).scan(only_ccl, skip_start=1)
+    assert {k for k, tag in found.items() if tag & 1} == {0, 1}
+    found, _ = nccl_log._line_filter(stored_hints()).scan(only_ccl, skip_start=1)
+    assert not any(tag & 1 for tag in found.values())
+
+
 def test_the_sparse_way_keeps_autolinks_tracebacks_damaged_text_and_bare_messages(
     tmp_path: Path, sparse_blocks: list[range], monkeypatch: pytest.MonkeyPatch
 ) -> None:

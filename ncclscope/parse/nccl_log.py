@@ -93,6 +93,10 @@ DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 SPARSE = True  # the tests turn the sparse way off to show that it changes no Case
 SPARSE_SAMPLE_BYTES = 64 * 1024
 SPARSE_MAX_SHARE = 3
+# The lines no template reads are searched for "CCL" one by one where, of the first CCL_PROBE, at least one in
+# CCL_PROBE_SHARE holds it (most are NCCL's lines of new shapes); else by the filter's one pass (line_filter.py)
+CCL_PROBE = 64
+CCL_PROBE_SHARE = 4
 # a block's lines: all of them (a list), or those of interest by their index in the block (the sparse way)
 Lines = list[bytes] | dict[int, bytes]
 
@@ -153,7 +157,7 @@ FRAGMENT_RE = re.compile(
 # FRAGMENT_RE looks for, an escape or a NUL byte that clean() would drop before reading. A line without any,
 # and without a bare message's first words at its start (line_start), is other programs' text: it goes to
 # the other readers (or nowhere, other_lines.py) with no skeleton, shape or cache entry made for it.
-NCCL_WORDS = (  # (and b"CCL", looked for first, line by line: NCCL's own lines are the most of many logs)
+NCCL_WORDS = (  # (and b"CCL": _sort_out looks for it first, line by line, where NCCL's own lines are most)
     b"- Init ", b"commId 0x", b"via P2P/", b"via SHM/", b"via NET/", b"Using network ", b"nRanks ", b"\x00",
     b"\x1b",
 )  # fmt: skip
@@ -170,6 +174,13 @@ def line_start(hints: OtherHints | None) -> re.Pattern[bytes]:
     if hints is not None:
         text += b"|(?P<other>" + hints.starts + b")"
     return re.compile(text + b")")
+
+
+def _ccl_by_filter(lines: Lines, rest: list[int]) -> bool:
+    """Whether the lines no template reads are searched for "CCL" by the filter's one pass (most of them are
+    other programs' text) rather than one by one (most are NCCL's lines of new shapes): by the first few."""
+    probe = rest[:CCL_PROBE]
+    return sum(b"CCL" in lines[i] for i in probe) * CCL_PROBE_SHARE < len(probe)
 
 
 def _valid_utf8(data: bytes) -> bool:
@@ -226,10 +237,12 @@ def _lines_of_interest(hints: OtherHints | None) -> LinesOfInterest:
 
 
 @cache
-def _line_filter(hints: OtherHints | None) -> LineFilter:
-    """One filter of a block for both: NCCL's words (tag 1) and the other readers' (tag 2), and the starts
-    of line_start."""
+def _line_filter(hints: OtherHints | None, with_ccl: bool = False) -> LineFilter:
+    """One filter of a block for both: NCCL's words (tag 1; `with_ccl`: and b"CCL") and the other readers'
+    (tag 2), and the starts of line_start."""
     words = dict.fromkeys(NCCL_WORDS, 1)
+    if with_ccl:
+        words[b"CCL"] = 1
     for word in hints.words if hints is not None else ():
         words[word] = words.get(word, 0) | 2
     return LineFilter(words, line_start(hints))
@@ -439,9 +452,17 @@ class NcclLogParser:
         if not line_hints.CHEAP_TEST:
             return set(rest), None
         hints = self._sink.hints if self._sink is not None else None
-        maybe = {i for i in rest if b"CCL" in lines[i]}
-        others = [i for i in rest if i not in maybe] if maybe else rest  # without NCCL's name: the only ones searched
-        found, opened = _line_filter(hints).scan([lines[i] for i in others], skip_start=1) if others else ({}, {})
+        if _ccl_by_filter(lines, rest):
+            # mostly other programs' lines (a crash loop's tracebacks between NCCL's lines, which templates read):
+            # NCCL's name is one more word of the filter's one pass, not a test of each line
+            maybe: set[int] = set()
+            others = rest
+            line_filter = _line_filter(hints, with_ccl=True)
+        else:
+            maybe = {i for i in rest if b"CCL" in lines[i]}
+            others = [i for i in rest if i not in maybe] if maybe else rest  # without NCCL's name: searched
+            line_filter = _line_filter(hints)
+        found, opened = line_filter.scan([lines[i] for i in others], skip_start=1) if others else ({}, {})
         maybe.update(others[k] for k, tag in found.items() if tag & 1)
         wanted = {others[k] for k, tag in found.items() if tag == 2}
         for k, opening in opened.items():
