@@ -1,5 +1,5 @@
 """`python -m ncclscope` runs the command line."""
 
-from ncclscope.cli.entry import main
+from ncclscope.cli.entry import run
 
-main()
+run()

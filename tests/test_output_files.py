@@ -107,65 +107,62 @@ def test_case_json_written_a_field_at_a_time_is_the_serializer_s_json(tmp_path: 
 
 
 # ------------------------------------------------------------------ the Case's JSON made while the rules run
-def _large_enough(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ncclscope.common import json_aside
+# In a process of its own: a test process may have threads left by other tests, and then nothing is forked
+FORKED_JSON = """
+import os, sys
+from ncclscope.api import analyze, read
+from ncclscope.common import json_aside, output_files
+from ncclscope.model import Analysis
 
-    monkeypatch.setattr(json_aside, "ASIDE_MIN_ITEMS", 1)  # the fixture's Case stands in for a 100 MB log's
+
+def main():  # in a function: pydantic builds deferred schemas from its caller's frame
+    json_aside.ASIDE_MIN_ITEMS = 1  # the fixtures' Case stands in for a 100 MB log's
+    parent = os.getpid()
+    case = read(*sys.argv[2:])
+    analysis = analyze(case)
+    whole = analysis.__pydantic_serializer__.to_json(analysis, indent=2) + b"\\n"
+    if sys.argv[1] == "fails":  # the copy's serializer raises (a full disk alike): this process makes the pieces
+        def fails_in_the_copy(model, name):
+            if os.getpid() != parent:
+                raise OSError("No space left on device")
+            return output_files.field_pieces(model, name)
+        json_aside.field_pieces = fails_in_the_copy
+    aside = json_aside.field_aside(Analysis, "case", case)
+    assert isinstance(aside, json_aside.FieldAside), "nothing was forked"
+    pid = aside._pid
+    assert b"".join(output_files.json_chunks(analysis, {"case": aside})) == whole, "other bytes"
+    try:
+        os.waitpid(pid, os.WNOHANG)
+        raise AssertionError("the copy was not reaped")
+    except ChildProcessError:
+        pass
+    stopped = json_aside.field_aside(Analysis, "case", case)  # a copy the output never needs (the rules failed)
+    pid = stopped._pid
+    stopped.discard()
+    try:
+        os.waitpid(pid, os.WNOHANG)
+        raise AssertionError("the stopped copy was not reaped")
+    except ChildProcessError:
+        pass
+    print("OK")
+
+
+main()
+"""
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system: the Case's JSON is made in place")
-def test_the_case_s_json_made_by_a_forked_process_is_the_serializer_s_json(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("copy", ["works", "fails"])
+def test_the_case_s_json_made_by_a_forked_process_is_the_serializer_s_json(copy: str) -> None:
     """`analyze --format json` of a large log: a forked copy makes the Case's pieces while the rules run; the
-    document is byte for byte the one made in one process."""
-    from ncclscope.api import analyze, read
-    from ncclscope.common.json_aside import FieldAside, field_aside
-    from ncclscope.model import Analysis
+    document is byte for byte the one made in one process. A copy that fails leaves the pieces to this process
+    (the same bytes), and is reaped; one the output never needs is stopped and reaped."""
+    import subprocess
+    import sys
 
-    _large_enough(monkeypatch)
-    case = read(LOG, str(FIXTURES / "nccl" / "errors_runtime.log"))
-    aside = field_aside(Analysis, "case", case)
-    assert isinstance(aside, FieldAside)  # a process was forked
-    analysis = analyze(case)
-    whole = analysis.__pydantic_serializer__.to_json(analysis, indent=2) + b"\n"
-    from ncclscope.common.output_files import json_chunks
-
-    assert b"".join(json_chunks(analysis, {"case": aside})) == whole
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
-def test_a_forked_process_that_fails_leaves_the_pieces_to_be_made_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The copy fails (here: its serializer raises; a full disk alike): the same bytes, made by this process,
-    and the copy is reaped. A copy stopped before the output needs it (the rules failed) is killed and reaped."""
-    from ncclscope.api import analyze, read
-    from ncclscope.common import json_aside, output_files
-    from ncclscope.model import Analysis
-
-    _large_enough(monkeypatch)
-    parent = os.getpid()
-
-    def fails_in_the_copy(model: object, name: str) -> object:
-        if os.getpid() != parent:
-            raise OSError("No space left on device")
-        return output_files.field_pieces(model, name)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(json_aside, "field_pieces", fails_in_the_copy)
-    case = read(LOG)
-    analysis = analyze(case)
-    aside = json_aside.field_aside(Analysis, "case", case)
-    assert aside is not None
-    pid = aside._pid
-    assert b"".join(output_files.json_chunks(analysis, {"case": aside})) == (
-        analysis.__pydantic_serializer__.to_json(analysis, indent=2) + b"\n"
-    )
-    with pytest.raises(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)  # type: ignore[arg-type]  # reaped already
-
-    stopped = json_aside.field_aside(Analysis, "case", case)
-    assert stopped is not None
-    pid = stopped._pid
-    stopped.discard()
-    with pytest.raises(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)  # type: ignore[arg-type]
+    logs = [LOG, str(FIXTURES / "nccl" / "errors_runtime.log")]
+    run = subprocess.run([sys.executable, "-c", FORKED_JSON, copy, *logs], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "OK", run.stderr
 
 
 def test_a_small_case_s_json_is_made_in_place() -> None:

@@ -44,19 +44,22 @@ def main() -> None:
     gc.enable()
     try:
         run_cli()
+    finally:
+        if "ncclscope.parse.workers" in sys.modules:
+            sys.modules["ncclscope.parse.workers"].discard_early()
+
+
+def run() -> None:
+    """The program (`ncclscope`, `python -m ncclscope`): the command line (`main`, which ends with SystemExit
+    as any command line does, for a caller in the same process), then the process ends at once when the
+    command kept what it read (exit_status.keep_until_exit)."""
+    try:
+        main()
     except SystemExit as done:
-        _discard_early_workers()
         from ncclscope.common.exit_status import end_process
 
-        end_process(done.code)  # the process ends here when the command kept what it read
+        end_process(done.code)  # returns when nothing was kept
         raise
-    finally:
-        _discard_early_workers()
-
-
-def _discard_early_workers() -> None:
-    if "ncclscope.parse.workers" in sys.modules:
-        sys.modules["ncclscope.parse.workers"].discard_early()
 
 
 def _large_file(arg: str) -> bool:
