@@ -71,6 +71,10 @@ def test_the_first_range_is_short_so_that_its_records_are_walked_while_the_rest_
     first, second = (b - a for a, b in spans[:2])
     assert 0.2 < first / (first + second) < 0.3  # a quarter of what one range would have been
     assert split.first_range_cut(str(big_mixed_file), [(0, len(data))], 0.25) == [(0, len(data))]
+    # and the last is cut in pieces, so that the workers end close together (the count is odd otherwise)
+    pieces = [b - a for a, b in spans[-split.LAST_RANGE_PIECES :]]
+    assert max(pieces) < 0.5 * (spans[-split.LAST_RANGE_PIECES - 1][1] - spans[-split.LAST_RANGE_PIECES - 1][0])
+    assert split.last_range_cut(str(big_mixed_file), [(0, 5), (5, len(data))], 3) == [(0, 5), (5, len(data))]
 
 
 @pytest.mark.parametrize(("min_ranges", "workers", "expected"), [(5, 2, 4), (7, 2, 6), (3, 2, 2), (8, 2, 8), (1, 2, 1)])
@@ -88,7 +92,7 @@ def test_a_file_is_cut_into_a_multiple_of_the_workers_ranges(
 @pytest.mark.parametrize("jobs", [2, 5])
 def test_a_file_read_in_ranges_gives_the_case_one_process_gives(big_mixed_file: Path, jobs: int) -> None:
     item = InputFile(str(big_mixed_file), str(big_mixed_file))
-    assert len(workers.tasks([item], jobs)) == jobs * split.RANGES_PER_WORKER + 1  # it really is cut
+    assert len(workers.tasks([item], jobs)) == jobs * split.RANGES_PER_WORKER + split.LAST_RANGE_PIECES  # cut
     serial = read_case([str(big_mixed_file)], jobs=1)
     parallel = read_case([str(big_mixed_file)], jobs=jobs)
     assert parallel.exit_code == serial.exit_code
@@ -119,7 +123,8 @@ def test_every_text_fixture_read_in_ranges_gives_the_case_one_process_gives(
     rng.shuffle(texts)
     target = tmp_path / "pastes.log"
     target.write_bytes(b"".join(t if t.endswith(b"\n") else t + b"\n" for t in texts))
-    assert len(workers.tasks([InputFile(str(target), str(target))], jobs)) == jobs * split.RANGES_PER_WORKER + 1
+    cut = workers.tasks([InputFile(str(target), str(target))], jobs)
+    assert len(cut) == jobs * split.RANGES_PER_WORKER + split.LAST_RANGE_PIECES
     read_both_ways(target, jobs)
 
 
@@ -146,7 +151,7 @@ def test_several_large_files_share_the_workers(big_mixed_file: Path, tmp_path: P
     other = tmp_path / "second.log"
     other.write_bytes(big_mixed_file.read_bytes())
     items = [InputFile(str(p), str(p)) for p in (big_mixed_file, other)]
-    assert len(workers.tasks(items, 4)) == 4 * split.RANGES_PER_WORKER + 2  # two workers' ranges each, first cut
+    assert len(workers.tasks(items, 4)) == 4 * split.RANGES_PER_WORKER + 2 * split.LAST_RANGE_PIECES  # 2 workers each
     serial = read_case([str(big_mixed_file), str(other)], jobs=1)
     parallel = read_case([str(big_mixed_file), str(other)], jobs=4)
     assert parallel.case.model_dump() == serial.case.model_dump()
@@ -281,7 +286,7 @@ def test_workers_are_given_only_a_few_tasks_ahead_of_the_reader(
         )
     )
     work = workers.tasks([InputFile(str(target), str(target))], 2)
-    assert len(work) == 2 * split.RANGES_PER_WORKER + 1  # the first range cut short
+    assert len(work) == 2 * split.RANGES_PER_WORKER + split.LAST_RANGE_PIECES  # the first short, the last cut
     pool = workers.start(work, 2)
     try:
         assert len(pool.futures) == 2 * workers.AHEAD and len(pool.waiting) == len(work) - 2 * workers.AHEAD

@@ -32,6 +32,7 @@ SPLIT_MIN_BYTES = 48 * 1024 * 1024  # smaller files are read by one process: sta
 RANGES_PER_WORKER = 4
 RANGE_MIN_BYTES = 16 * 1024 * 1024
 FIRST_RANGE_SHARE = 0.25  # of the first range, read as a range of its own (first_range_cut)
+LAST_RANGE_PIECES = 3  # the last range, read as so many (last_range_cut; 2 measured no better than 1)
 RANGE_MAX_BYTES = 32 * 1024 * 1024  # a range's records wait whole for the reader: a 1 GB file is 32 ranges
 OTHER_LINES_KEEP = 2_000_000  # lines a range holds for the other readers; a file of mostly other text is read whole
 # a range's first other lines, all kept for the other readers: a matrix, table or report begun in the range
@@ -114,6 +115,22 @@ def first_range_cut(path: str, spans: list[tuple[int, int]], share: float) -> li
     if cut is None or not 0 < cut < first_end:
         return spans
     return [(0, cut), (cut, first_end), *spans[1:]]
+
+
+def last_range_cut(path: str, spans: list[tuple[int, int]], pieces: int) -> list[tuple[int, int]]:
+    """`spans` with the last cut in `pieces` at line starts. Ranges are handed out as workers free up, and
+    with the short first range their count is odd: one worker reads the last alone while the other idles
+    (0.1 to 0.2 s of a 100 MB log). Short last pieces let the workers end close together."""
+    if len(spans) < 3:
+        return spans
+    start, end = spans[-1]
+    cuts = [start]
+    with open(path, "rb") as handle:
+        for k in range(1, pieces):
+            cut = _next_line_start(handle, start + (end - start) * k // pieces)
+            if cut is not None and cuts[-1] < cut < end:
+                cuts.append(cut)
+    return [*spans[:-1], *zip(cuts, [*cuts[1:], end], strict=True)]
 
 
 _BOOK: tuple[str, ShapeBook] | None = None  # the shapes learnt from this process's last file

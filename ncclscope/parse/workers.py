@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ncclscope.inputs.opening import InputFile
 from ncclscope.parse import fields, split  # split loads the NCCL log parser: forked workers inherit it
-from ncclscope.parse.split import RangePart, byte_ranges, can_split, first_range_cut, parse_range
+from ncclscope.parse.split import RangePart, byte_ranges, can_split, first_range_cut, last_range_cut, parse_range
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -82,6 +82,7 @@ def tasks(files: list[InputFile], workers: int) -> list[InputFile]:
             spans = first_range_cut(
                 item.path, byte_ranges(item.path, parts, split.RANGE_MIN_BYTES, per_file), split.FIRST_RANGE_SHARE
             )
+            spans = last_range_cut(item.path, spans, split.LAST_RANGE_PIECES)
             made.extend(InputFile(item.path, item.display, span) for span in spans)
         else:
             made.append(item)
