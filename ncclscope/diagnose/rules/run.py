@@ -24,7 +24,12 @@ FAMILY_RULES = {"duplicate_gpu": "RUN002", "shm_failure": "RUN003", "version_mis
 
 def covered_lines(ctx: Context) -> dict[tuple[str, int], str]:
     """(source, line) -> the code of the rule that reports that line: the rules whose facts hold it.
-    RUN005 reports every other WARN."""
+    RUN005 reports every other WARN. Built once per analysis (four rules read it; a crash loop holds
+    thousands of each fact); read only."""
+    return ctx.once("covered_lines", _covered_lines)
+
+
+def _covered_lines(ctx: Context) -> dict[tuple[str, int], str]:
     case = ctx.case
     out: dict[tuple[str, int], str] = {}
 
@@ -96,6 +101,11 @@ class Chains:
         return None
 
 
+def chains_of(ctx: Context) -> Chains:
+    """The chains of the Case, found once per analysis (four rules read them); read only."""
+    return ctx.once("chains", Chains)
+
+
 def describe_chain(t: ErrorTrace) -> str:
     """'UnhandledCudaError (1) through include/alloc.h:246 -> ... -> group.cc:64 [Async thread]'."""
     frames = t.frames
@@ -154,7 +164,7 @@ def duplicate_gpu(ctx: Context) -> Iterable[Finding]:
     GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1`)
     """
     warns = warns_of(ctx, "RUN002")
-    chains = Chains(ctx)
+    chains = chains_of(ctx)
     by_host: dict[str | None, list[NcclMessage]] = defaultdict(list)
     for w in warns:
         by_host[w.host].append(w)
@@ -226,7 +236,7 @@ def shm_exhausted(ctx: Context) -> Iterable[Finding]:
     warns = warns_of(ctx, "RUN003")
     if not warns:
         return
-    chains = Chains(ctx)
+    chains = chains_of(ctx)
     traces = [t for t in (chains.after(w) for w in warns) if t]
     details = []
     for w in warns:
@@ -269,7 +279,7 @@ def cuda_error(ctx: Context) -> Iterable[Finding]:
     if not errors:
         yield from _relayed_cuda_errors(ctx)
         return
-    chains = Chains(ctx)
+    chains = chains_of(ctx)
     groups: dict[str, list[CudaError]] = defaultdict(list)
     for error in errors:
         groups[error.text.lower()].append(error)

@@ -11,8 +11,8 @@ from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.error_strings import RESULT_ADVICE, nccl_result
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.run import (
-    Chains,
     chain_summary,
+    chains_of,
     covered_lines,
     evidence_with_chains,
     hosts_text,
@@ -133,7 +133,7 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     covered = covered_lines(ctx)
     warns = warns_of(ctx, None, covered)
     failures = {(f.evidence.source, f.evidence.line): f for f in ctx.case.socket_failures}
-    chains = Chains(ctx)
+    chains = chains_of(ctx)
     versions: dict[tuple[str | None, int | None], str] = {
         (p.host, p.pid): p.nccl_version for p in ctx.case.processes if p.nccl_version
     }
