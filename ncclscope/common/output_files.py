@@ -58,7 +58,8 @@ def json_chunks(model: BaseModel, made: Mapping[str, Iterable[bytes]] | None = N
         head = next(pieces, None)
         if head is None:  # excluded from the output
             continue
-        yield (b"{\n" if first else b",\n") + head
+        yield b"{\n" if first else b",\n"  # apart: a field's lines are tens of MB, not copied to be joined
+        yield head
         yield from pieces
         first = False
     yield b"\n}\n" if not first else b"{}\n"
