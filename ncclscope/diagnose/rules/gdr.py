@@ -14,10 +14,10 @@ from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.net_common import (
     HostNet,
     host_nets,
-    is_net_edge,
     is_socket,
     names,
     net_name,
+    over_socket,
     rank_list,
 )
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -138,13 +138,13 @@ def _host_gdr(ctx: Context) -> dict[str, HostGdr]:
         decided[host] = gdr
         return gdr
 
-    for net in list(nets.values()):
+    for net in nets.values():
         gdr = entry(net.name) if net.rdma_edges else None
         if gdr is not None:
             for edge in net.rdma_edges:
                 (gdr.on_edges if edge.gdr else gdr.off_edges).append(edge)
     for edge in ctx.case.edges:  # lines whose hostname was lost (redacted: ":PID:TID [0] NCCL INFO ...")
-        if not edge.host and is_net_edge(edge) and not is_socket(net_name(edge.transport)):
+        if not edge.host and over_socket(edge.transport) is False:
             gdr = entry("")
             if gdr is not None:
                 (gdr.on_edges if edge.gdr else gdr.off_edges).append(edge)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ncclscope.case.facts import without_port
 from ncclscope.common.words import number_ranges
@@ -61,8 +62,18 @@ def network_family(name: str) -> str:
     return "OFI" if low == "ofi" or "libfabric" in low else name.strip()
 
 
+NET_TRANSPORTS = ("NET/", "COLLNET/")  # a connection's transport prefix when it goes over the network
+
+
 def is_net_edge(edge: Connection) -> bool:
-    return edge.transport.startswith(("NET/", "COLLNET/"))
+    return edge.transport.startswith(NET_TRANSPORTS)
+
+
+@lru_cache(maxsize=256)  # a job has a few transports and thousands of edges
+def over_socket(transport: str) -> bool | None:
+    """Whether a connection of `transport` goes over sockets (NET/Socket, a socket plugin); None when it is no
+    NET connection."""
+    return is_socket(net_name(transport)) if transport.startswith(NET_TRANSPORTS) else None
 
 
 @dataclass
@@ -122,14 +133,12 @@ def _host_nets(ctx: Context) -> dict[str, HostNet]:
     for host in ctx.case.hosts:
         if host.name:
             out[host.name] = HostNet(host.name, networks=list(host.networks), ranks=list(host.ranks))
-    socket: dict[str, bool | None] = {}  # per transport (a job has a few, and thousands of edges)
     for edge in ctx.case.edges:
-        transport = edge.transport
-        over_socket = socket[transport] if transport in socket else _over_socket(socket, transport)
-        if not edge.host or over_socket is None:
+        socket = over_socket(edge.transport)
+        if not edge.host or socket is None:
             continue
         entry = out.get(edge.host) or out.setdefault(edge.host, HostNet(edge.host))
-        (entry.socket_edges if over_socket else entry.rdma_edges).append(edge)
+        (entry.socket_edges if socket else entry.rdma_edges).append(edge)
     for dev in ctx.case.net_devices:
         if dev.host:
             out.setdefault(dev.host, HostNet(dev.host)).devices.append(dev)
@@ -138,13 +147,6 @@ def _host_nets(ctx: Context) -> dict[str, HostNet]:
         if proc.host in out and proc.network and line is not None:
             out[proc.host].network_lines.append((proc.network, line))
     return out
-
-
-def _over_socket(known: dict[str, bool | None], transport: str) -> bool | None:
-    """Whether a connection of `transport` goes over sockets; None when it is no NET connection."""
-    over = is_socket(net_name(transport)) if transport.startswith(("NET/", "COLLNET/")) else None
-    known[transport] = over
-    return over
 
 
 def rank_index(ctx: Context) -> dict[tuple[str | None, int | None, int | None], int]:
