@@ -87,13 +87,19 @@ def byte_ranges(path: str, parts: int, min_bytes: int = 1, workers: int = 1) -> 
     parts = max(1, min(parts, size // max(1, min_bytes)))
     if parts > workers:
         parts -= parts % workers  # 5 ranges on 2 workers: one worker reads the last alone while the other idles
-    starts = [0]
     with open(path, "rb") as handle:
-        for k in range(1, parts):
-            start = _next_line_start(handle, max(k * size // parts, starts[-1]))
-            if start is not None and starts[-1] < start < size:  # None: one very long line, the range before takes it
-                starts.append(start)
-    return [(a, b) for a, b in zip(starts, [*starts[1:], size], strict=True)]
+        return _cut(handle, 0, size, parts)
+
+
+def _cut(handle: BinaryIO, start: int, end: int, parts: int) -> list[tuple[int, int]]:
+    """Bytes `start` to `end` of a file as `parts` ranges of about equal size, each starting at a line's first
+    byte (fewer where a line is longer than a range: the range before takes it)."""
+    starts = [start]
+    for k in range(1, parts):
+        at = _next_line_start(handle, max(start + k * (end - start) // parts, starts[-1]))
+        if at is not None and starts[-1] < at < end:  # None: one very long line, the range before takes it
+            starts.append(at)
+    return list(zip(starts, [*starts[1:], end], strict=True))
 
 
 def _next_line_start(handle: BinaryIO, at: int) -> int | None:
@@ -123,14 +129,8 @@ def last_range_cut(path: str, spans: list[tuple[int, int]], pieces: int) -> list
     (0.1 to 0.2 s of a 100 MB log). Short last pieces let the workers end close together."""
     if len(spans) < 3:
         return spans
-    start, end = spans[-1]
-    cuts = [start]
     with open(path, "rb") as handle:
-        for k in range(1, pieces):
-            cut = _next_line_start(handle, start + (end - start) * k // pieces)
-            if cut is not None and cuts[-1] < cut < end:
-                cuts.append(cut)
-    return [*spans[:-1], *zip(cuts, [*cuts[1:], end], strict=True)]
+        return [*spans[:-1], *_cut(handle, *spans[-1], pieces)]
 
 
 _BOOK: tuple[str, ShapeBook] | None = None  # the shapes learnt from this process's last file
