@@ -311,3 +311,24 @@ def test_readers_that_have_read_nothing_are_left_as_they_were_by_an_empty_line()
     readers.take(1, "", None)
     assert [dict(vars(r)) for r in readers._readers] == before
     assert not readers.busy
+
+
+def test_a_cut_nvlink_line_is_wanted_and_a_line_that_only_starts_with_l_is_not(tmp_path: Path) -> None:
+    """nvidia-smi nvlink's link lines, whole or cut to `L`...`Link 5`, are wanted where no reader waits (another
+    program's line came between); a line that merely starts with an L (one base64 line in 64) is not, and
+    costs nothing (it once sent 10,000 lines per 100 MB of random text to the readers)."""
+    hints = other_hints(READERS)
+    wanted = ["Link 3: 26.562 GB/s", "\tLink\t12 , x", "L", "\t Lin  \r", "Link 5", "Link\xa0", "[1,0]<stdout>:Li"]
+    for line in wanted:
+        assert hints.wanted(line.encode()), line
+    for line in ["LQE4cSAqDTtPQada2aioc3mzQfpphSJ+NnoPJPkeVffTkf2E", "Loss 0.25", "Linking done", "L 5", "Link 5 up"]:
+        assert not hints.wanted(line.encode()), line
+    # GPU 6's listing broken by another program's line, then its link lines whole and cut: the same Case either way
+    lines = (FIXTURES / "smi" / "nvlink_s_gpu6_two_down.txt").read_text().splitlines()
+    gpu6 = lines.index(next(line for line in lines if line.startswith("GPU 6:")))
+    cut = [*lines[: gpu6 + 2], "step 12 | loss 0.25", "\tLin", *lines[gpu6 + 2 : gpu6 + 5], "LQE4cSAq", "\tL  "]
+    path = tmp_path / "nvlink.txt"
+    path.write_text("\n".join([*cut, *lines[gpu6 + 5 :]]) + "\n")
+    case = _case([str(path)], True)
+    assert case == _case([str(path)], False)
+    assert len(case["sources"][0]["problems"]) == 2  # the two cut lines, each named

@@ -12,6 +12,7 @@ from lark.exceptions import LarkError
 
 from ncclscope.model import Evidence, NvlinkGpu, NvlinkLink
 from ncclscope.parse.grammars import load
+from ncclscope.parse.line_hints import STRIPPED
 
 # spaces may have become tabs in a paste (the grammar takes any inline white space)
 GPU_RE = re.compile(r"^GPU\s+\d+:\s.*\(UUID:\s")
@@ -44,9 +45,11 @@ class NvidiaSmiNvlinkReader:
             for first, count in self._orphans
         ] + [f"line {line}: an NVLink line of GPU {gpu} is cut or damaged; not read" for line, gpu in self._damaged]
 
-    # a GPU line (alone or glued) anywhere; under a GPU, link lines and link lines cut short ("L", "Lin")
+    # a GPU line (alone or glued) anywhere; under a GPU, link lines and link lines cut short ("L", "Lin"): a
+    # cut line is only what CUT_LINK_RE takes, with what strip() drops after it (not every line that starts
+    # with an L: a base64 dump has one in 64)
     HINT_WORDS = ("GPU",)
-    HINT_START = "L"
+    HINT_START = rf"Link\s+\d+\s*[:,]|L(?:i(?:n(?:k(?:\s+\d*)?)?)?)?{STRIPPED}$"
 
     @property
     def busy(self) -> bool:
