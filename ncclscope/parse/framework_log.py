@@ -13,8 +13,10 @@ record whose `WorkNCCL(...)` is not closed is completed with the next line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from typing import Any, TypeVar
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
@@ -102,6 +104,24 @@ def _is_command(text: str) -> bool:
     return COMMAND_RE.search(text) is not None
 
 
+T = TypeVar("T")
+
+# a crash loop prints the same record thousands of times: where its records begin is found once per text, for
+# a text up to this long (the caches keep 1,024 texts each)
+CACHED_TEXT_MAX = 4096
+
+
+def _once_per_text(find: Callable[..., T]) -> Callable[..., T]:
+    """`find(text, ...)` remembered for the last 1,024 texts of up to CACHED_TEXT_MAX characters."""
+    cached = lru_cache(maxsize=1024)(find)
+
+    def call(text: str, *args: Any) -> T:
+        return cached(text, *args) if len(text) <= CACHED_TEXT_MAX else find(text, *args)
+
+    return call
+
+
+@_once_per_text
 def record_start(text: str, at: int = 0) -> int | None:
     """Where a framework record begins in `text` (from `at` on), or None."""
     match = MARKER_RE.search(text, at)
@@ -109,6 +129,22 @@ def record_start(text: str, at: int = 0) -> int | None:
         return None
     tag = TAG_BEFORE_RE.search(text, max(at, match.start() - 120), match.start())
     return tag.start() if tag else match.start()
+
+
+@_once_per_text
+def _record_cuts(text: str) -> tuple[int, ...] | None:
+    """Where the records of `text` begin: 0, then each C++ log header glued after a space that a record
+    follows; None when no record begins in it."""
+    start = record_start(text)
+    if start is None:
+        return None
+    cuts = [0]
+    at = start + 1
+    while (glued := GLUED_HEADER_RE.search(text, at)) is not None:
+        if record_start(text, glued.start()) is not None:
+            cuts.append(glued.start())
+        at = glued.end()
+    return tuple(cuts)
 
 
 def _glue(first: str, rest: str, starts_record: bool = False) -> str:
@@ -263,15 +299,9 @@ class FrameworkReader:
     def _read(self, line_no: int, text: str, parts: int) -> bool:
         """The record that begins in `text` (of `parts` physical lines, the first `line_no`), and those of the
         messages glued after it: each C++ log header after a space that a record follows begins one."""
-        start = record_start(text)
-        if start is None:
+        cuts = _record_cuts(text)
+        if cuts is None:
             return False
-        cuts = [0]
-        at = start + 1
-        while (glued := GLUED_HEADER_RE.search(text, at)) is not None:
-            if record_start(text, glued.start()) is not None:
-                cuts.append(glued.start())
-            at = glued.end()
         found = False
         for begin, end in zip(cuts, [*cuts[1:], len(text)], strict=True):
             found = self._read_one(line_no, text[begin:end], parts, text) or found
