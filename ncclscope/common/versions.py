@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 
+
+@lru_cache(maxsize=1024)  # the rules ask it of every process of a job: a few distinct texts, thousands of times
 def nccl_version(text: str | None) -> str | None:
     """'2.21.5+cuda12.4' -> '2.21.5' (the NCCL release; the +cuda suffix is the build toolkit)."""
     if not text:
@@ -27,6 +30,7 @@ def version_from_code(code: object) -> str | None:
     return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
 
 
+@lru_cache(maxsize=1024)
 def release_tuple(text: str | None) -> tuple[int, ...] | None:
     """'2.21.5+cuda12.4' -> (2, 21, 5); '2.22' -> (2, 22); None when the text names no release."""
     release = nccl_version(text)
