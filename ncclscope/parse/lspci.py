@@ -31,12 +31,12 @@ class LspciReader:
     def feed(self, line_no: int, text: str) -> bool:
         """True when the line is lspci's header, bus range or ACS control."""
         body = text.strip()
-        evidence = Evidence(source=self.source, line=line_no, text=body)
         if body.startswith("ACSCtl"):
             tree = parse_or_none("lspci", "acs_ctl", body)
             if tree is None:
                 return False
             flags = {str(f.children[0]): str(f.children[1]) == "+" for f in tree.find_data("acs_flag")}
+            evidence = Evidence(source=self.source, line=line_no, text=body)  # made for lspci's lines alone
             if self._device is not None and not self._device.acs:
                 self._device.acs, self._device.acs_evidence = flags, evidence
             else:
@@ -57,7 +57,7 @@ class LspciReader:
         address, kind, name = (str(t) for t in tree.children)
         self._device = PciDevice(
             source=self.source, bus_id=_bus_id(address), device_class=kind.strip(), name=name.strip(),
-            evidence=evidence,
+            evidence=Evidence(source=self.source, line=line_no, text=body),
         )  # fmt: skip
         self.devices.append(self._device)
         return self._took()
