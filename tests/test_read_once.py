@@ -84,3 +84,27 @@ def test_a_line_holding_two_processes_records_reads_both() -> None:
     the first, though they share the line."""
     case = read_case([str(REPO / "fixtures" / "nccl" / "variant_terminal_padding.log")], jobs=1).case
     assert {(p.pid, p.nccl_version) for p in case.processes} >= {(9102, "2.24.3+cuda12.6")}
+
+
+def test_error_chains_beyond_the_limit_are_counted_once_each_not_once_per_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash loop prints the same `-> N` chain at each restart: past the limit of kept facts, each chain is one
+    fact not kept, however many lines it has (it was counted once per line)."""
+    from ncclscope.case import records
+
+    monkeypatch.setattr(records, "FACTS_LIMIT", 2)
+    lines = []
+    for run in range(5):  # a new pid per restart: no chain repeats another word for word
+        head = f"node07:{4100 + run}:{4150 + run} [2] NCCL INFO"
+        lines += [
+            f"{head} misc/socket.cc:{538 + run} -> 2",
+            f"{head} misc/socket.cc:{620 + run} -> 2",
+            f"{head} bootstrap.cc:{82 + run} -> 2",
+            f"step {run} restarting after a failure",
+        ]
+    log = tmp_path / "chains.log"
+    log.write_text("\n".join(lines) + "\n")
+    case = read_case([str(log)], jobs=1).case
+    assert [len(t.frames) for t in case.error_traces] == [3, 3]
+    assert case.facts_capped == {"error_traces": 3}

@@ -25,6 +25,7 @@ class ProcessState:
     last_topology: SystemTopology | None = None  # the last one printed (the paths lines follow its end)
     trace: ErrorTrace | None = None
     trace_tid: int | None = None
+    trace_result: int | None = None  # the result the chain of trace_tid ends in (kept or not)
     trace_line: int = -10
 
 

@@ -734,12 +734,15 @@ def _on_error_trace(b: Builder, s: ProcessState, e: Event, path: str) -> None:
     result = as_int(f.get("result"))
     if result is None:
         return
-    frame = str(f.get("source_location", ""))
-    thread = str(f["thread"]).strip("[]") if "thread" in f else None
-    errno_text = str(f["errno_text"]).strip("()") if "errno_text" in f else None
-    chain = s.trace
     # one chain = consecutive "-> N" lines of one thread
-    if chain is None or s.trace_tid != e.tid or e.line - s.trace_line > 3 or chain.result != result:
+    goes_on = s.trace_tid == e.tid and e.line - s.trace_line <= 3 and s.trace_result == result
+    s.trace_line = e.line
+    chain = s.trace
+    if goes_on:
+        if chain is None:
+            return  # a chain not kept (below): counted once, at its first line
+    else:
+        s.trace_tid, s.trace_result = e.tid, result
         if len(b.case.error_traces) >= FACTS_LIMIT:  # a crash loop's chains, again and again: counted
             b.case.facts_capped["error_traces"] = b.case.facts_capped.get("error_traces", 0) + 1
             s.trace = None
@@ -751,18 +754,20 @@ def _on_error_trace(b: Builder, s: ProcessState, e: Event, path: str) -> None:
             result=result,
             result_name=RESULT_NAMES.get(result, f"result {result}"),
             frames=[],
-            thread=thread,
-            errno_text=errno_text,
+            thread=None,
+            errno_text=None,
             evidence=[],
         )
         b.case.error_traces.append(chain)
-        s.trace, s.trace_tid = chain, e.tid
-    chain.frames.append(frame)
-    chain.thread = chain.thread or thread
-    chain.errno_text = chain.errno_text or errno_text
+        s.trace = chain
+    chain.frames.append(str(f.get("source_location", "")))
+    # the first thread name and errno the chain's lines give (each assignment to a model's field is a call)
+    if not chain.thread and "thread" in f:
+        chain.thread = str(f["thread"]).strip("[]")
+    if not chain.errno_text and "errno_text" in f:
+        chain.errno_text = str(f["errno_text"]).strip("()")
     if len(chain.evidence) < 20:
         chain.evidence.append(evidence_of(e, path))
-    s.trace_line = e.line
 
 
 _HANDLERS = {
