@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from pathlib import Path
 
 from ncclscope.case.read import read_case
 from ncclscope.diagnose.engine import analyze
@@ -329,3 +330,24 @@ def test_an_input_with_elided_lines_is_said_to_be_incomplete_not_passed() -> Non
     incomplete = [f for f in findings(elided, "EVD001") if "is incomplete" in f.message]
     assert len(incomplete) == 1 and "`[...]`" in incomplete[0].message
     assert [f.severity for f in _findings(elided) if f.severity != "info"] == []
+
+
+def test_a_chain_that_ends_in_a_warn_level_line_is_told_with_the_warn_it_follows(tmp_path: Path) -> None:
+    """The proxy's progress thread ends its `file:line -> N` chain with a WARN of the same shape (`proxy.cc:979
+    -> 3 [Progress Thread]`): a line of the first WARN's chain, not a second WARN that "NCCL went on after". A
+    WARN of that shape that follows no other WARN is still reported."""
+    head = "node03:51800:51866 [2]"
+    log = tmp_path / "proxy.log"
+    log.write_text(
+        f"{head} NCCL INFO comm 0x7f10 rank 2 nranks 4 cudaDev 2 busId 41000 commId 0x9e2d - Init COMPLETE\n"
+        f"{head} proxy.cc:363 NCCL WARN Proxy append out of bounds\n"
+        f"{head} NCCL INFO proxy.cc:446 -> 3\n"
+        f"{head} NCCL INFO proxy.cc:835 -> 3\n"
+        f"{head} proxy.cc:979 NCCL WARN proxy.cc:979 -> 3 [Progress Thread]\n"
+    )
+    (found,) = findings(str(log), "RUN005")
+    assert found.severity == "error" and "Proxy append out of bounds" in found.message
+    assert "InternalError (3) through proxy.cc:446 -> proxy.cc:835 -> proxy.cc:979 [Progress Thread]" in found.message
+    alone = tmp_path / "alone.log"
+    alone.write_text(f"{head} proxy.cc:979 NCCL WARN proxy.cc:979 -> 3 [Progress Thread]\n")
+    assert len(findings(str(alone), "RUN005")) == 1

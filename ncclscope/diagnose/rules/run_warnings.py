@@ -131,9 +131,13 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     devices); sjeaugey in NVIDIA/nccl#1328 (Message truncated)
     """
     covered = covered_lines(ctx)
-    warns = warns_of(ctx, None, covered)
-    failures = {(f.evidence.source, f.evidence.line): f for f in ctx.case.socket_failures}
     chains = chains_of(ctx)
+    warns = warns_of(ctx, None, covered)
+    # a chain's `file:line -> N` printed at WARN level (the proxy's progress thread ends its chain so): a line of
+    # the chain told with the WARN it follows, not a WARN of its own that "NCCL went on after"
+    in_chains = {(ev.source, ev.line) for w in warns if (t := chains.after(w)) for ev in t.evidence}
+    warns = [w for w in warns if (w.evidence.source, w.evidence.line) not in in_chains]
+    failures = {(f.evidence.source, f.evidence.line): f for f in ctx.case.socket_failures}
     versions: dict[tuple[str | None, int | None], str] = {
         (p.host, p.pid): p.nccl_version for p in ctx.case.processes if p.nccl_version
     }
