@@ -18,9 +18,11 @@ from ncclscope.parse.line_hints import STRIPPED
 GPU_RE = re.compile(r"^GPU\s+\d+:\s.*\(UUID:\s")
 # a GPU line glued after other text (the shell prompt's command, when a paste lost the line break)
 GLUED_GPU_RE = re.compile(r"GPU\s+\d+:\s[^()]*\(UUID:\s[^()]*\)\s*$")
-LINK_RE = re.compile(r"^Link\s+\d+\s*[:,]")
+LINK = r"Link\s+\d+\s*[:,]"
+LINK_RE = re.compile(rf"^{LINK}")
 ALL_INACTIVE_RE = re.compile(r"^NVML:\s+Unable to retrieve NVLink information")
-CUT_LINK_RE = re.compile(r"^L(?:i(?:n(?:k(?:\s+\d*)?)?)?)?$")  # a link line cut before its colon
+CUT_LINK = r"L(?:i(?:n(?:k(?:\s+\d*)?)?)?)?"
+CUT_LINK_RE = re.compile(rf"^{CUT_LINK}$")  # a link line cut before its colon
 
 
 class NvidiaSmiNvlinkReader:
@@ -49,7 +51,7 @@ class NvidiaSmiNvlinkReader:
     # cut line is only what CUT_LINK_RE takes, with what strip() drops after it (not every line that starts
     # with an L: a base64 dump has one in 64)
     HINT_WORDS = ("GPU",)
-    HINT_START = rf"Link\s+\d+\s*[:,]|L(?:i(?:n(?:k(?:\s+\d*)?)?)?)?{STRIPPED}$"
+    HINT_START = rf"{LINK}|{CUT_LINK}{STRIPPED}$"
 
     @property
     def busy(self) -> bool:
