@@ -132,10 +132,11 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     """
     covered = covered_lines(ctx)
     chains = chains_of(ctx)
-    warns = warns_of(ctx, None, covered)
+    warns = warns_of(ctx, None, covered)  # one per input line
+    chain_of = {(w.evidence.source, w.evidence.line): chains.after(w) for w in warns}
     # a chain's `file:line -> N` printed at WARN level (the proxy's progress thread ends its chain so): a line of
     # the chain told with the WARN it follows, not a WARN of its own that "NCCL went on after"
-    in_chains = {(ev.source, ev.line) for w in warns if (t := chains.after(w)) for ev in t.evidence}
+    in_chains = {(ev.source, ev.line) for t in chain_of.values() if t for ev in t.evidence}
     warns = [w for w in warns if (w.evidence.source, w.evidence.line) not in in_chains]
     failures = {(f.evidence.source, f.evidence.line): f for f in ctx.case.socket_failures}
     versions: dict[tuple[str | None, int | None], str] = {
@@ -157,7 +158,7 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
             w.kind == "proxy_failure" and w.evidence.line > aborted.get((w.evidence.source, w.host, w.pid), 1 << 62)
             for w in msgs
         )
-        traces = [t for t in (chains.after(w) for w in msgs) if t]
+        traces = [t for t in (chain_of[w.evidence.source, w.evidence.line] for w in msgs) if t]
         where = f"{first.file}:{first.file_line}" if first.file and first.file_line else (first.file or "")
         text = first.message if len(first.message) <= 200 else first.message[:197] + "..."
         message = f"NCCL WARN `{text}`{f' ({where})' if where else ''} on {hosts_text(msgs)}, {lines_text(len(msgs))}"
