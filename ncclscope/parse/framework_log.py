@@ -90,7 +90,28 @@ def _parser(start: str) -> Lark:
     return load("framework_log", start)  # one parser per start rule (their lexers differ)
 
 
-@lru_cache(maxsize=512)  # a job's ranks print the same record many times; the trees are only read
+T = TypeVar("T")
+
+# a job's ranks print the same record many times, a crash loop thousands: what a text says is found once, for a
+# text up to this long (each cache keeps its last `texts`; lines are cut at 64 kB on reading)
+CACHED_TEXT_MAX = 4096
+
+
+def _once_per_text(texts: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """`find(text, ...)` remembered for the last `texts` texts of up to CACHED_TEXT_MAX characters."""
+
+    def remembered(find: Callable[..., T]) -> Callable[..., T]:
+        cached = lru_cache(maxsize=texts)(find)
+
+        def call(text: str, *args: Any) -> T:
+            return cached(text, *args) if len(text) <= CACHED_TEXT_MAX else find(text, *args)
+
+        return call
+
+    return remembered
+
+
+@_once_per_text(512)  # the trees are only read
 def _parse(text: str, start: str) -> Tree | None:
     parser = _parser(start)  # a broken grammar raises here: it is our bug, not the input's
     try:
@@ -99,29 +120,12 @@ def _parse(text: str, start: str) -> Tree | None:
         return None
 
 
-@lru_cache(maxsize=1024)  # a crash loop's error lines name NCCL_DEBUG=INFO, each rank the same, again and again
+@_once_per_text(1024)  # a crash loop's error lines name NCCL_DEBUG=INFO, each rank the same
 def _is_command(text: str) -> bool:
     return COMMAND_RE.search(text) is not None
 
 
-T = TypeVar("T")
-
-# a crash loop prints the same record thousands of times: where its records begin is found once per text, for
-# a text up to this long (the caches keep 1,024 texts each)
-CACHED_TEXT_MAX = 4096
-
-
-def _once_per_text(find: Callable[..., T]) -> Callable[..., T]:
-    """`find(text, ...)` remembered for the last 1,024 texts of up to CACHED_TEXT_MAX characters."""
-    cached = lru_cache(maxsize=1024)(find)
-
-    def call(text: str, *args: Any) -> T:
-        return cached(text, *args) if len(text) <= CACHED_TEXT_MAX else find(text, *args)
-
-    return call
-
-
-@_once_per_text
+@_once_per_text(1024)
 def record_start(text: str, at: int = 0) -> int | None:
     """Where a framework record begins in `text` (from `at` on), or None."""
     match = MARKER_RE.search(text, at)
@@ -131,7 +135,7 @@ def record_start(text: str, at: int = 0) -> int | None:
     return tag.start() if tag else match.start()
 
 
-@_once_per_text
+@_once_per_text(1024)
 def _record_cuts(text: str) -> tuple[int, ...] | None:
     """Where the records of `text` begin: 0, then each C++ log header glued after a space that a record
     follows; None when no record begins in it."""
