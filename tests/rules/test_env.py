@@ -15,6 +15,7 @@ import pytest
 from ncclscope.case.read import read_case
 from ncclscope.diagnose.engine import analyze
 from ncclscope.diagnose.rules.env import KNOBS
+from ncclscope.diagnose.rules.env_knobs import knob_effects
 from ncclscope.model import Finding
 
 from conftest import REPO, findings_of, run_cli
@@ -269,3 +270,26 @@ def test_the_defaults_data_holds_each_change_with_its_release() -> None:
     assert [d for _, d in param_defaults("NCCL_IB_TIMEOUT")] == ["14", "18", "20"]
     assert param_default("NCCL_NVLS_ENABLE", (2, 17, 1)) == "1" and param_default("NCCL_NVLS_ENABLE", (2, 18, 1)) == "2"
     assert param_default("NCCL_P2P_LEVEL", (2, 28, 9)) is None  # read with ncclGetEnv, not a parameter
+
+
+@pytest.mark.parametrize(
+    ("value", "raised"),
+    [("SYS", True), ("4", True), ("5", True), ("PHB", True), ("3", True), ("PIX", False), ("1", False), ("LOC", False)],
+)
+def test_a_gdr_level_past_nccls_cutoff_is_said_to_widen_gdr_not_to_cap_it(
+    tmp_path: Path, value: str, raised: bool
+) -> None:
+    """NCCL_NET_GDR_LEVEL=4 is the old number of SYS (src/graph/paths.cc levelsOldToNew): it lets GPUDirect RDMA
+    through the CPU, past NCCL's PXB cutoff, where it can be slower than host memory. It switches nothing off, so
+    it is no cause of GDR001; a level below PXB (PIX, 1, LOC) is one (a KVM paste, nccltests-d703, was told
+    `caps the GPU-NIC distance` for =4)."""
+    log = tmp_path / "gdr_level.log"
+    log.write_text(f"gpu-a:311:311 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to {value}\n")
+    (found,) = findings("ENV001", str(log))
+    assert found.severity == "warning"
+    assert ("lets GPUDirect RDMA run through the CPU" in found.message) == raised
+    assert ("caps the GPU-NIC distance" in found.message) == (not raised)
+    assert ("between CPU sockets (SYS)" in found.message) == (value in ("SYS", "4", "5"))
+    effects = knob_effects(KNOBS["NCCL_NET_GDR_LEVEL"], value)  # the findings the engine may tell as its effects
+    assert ("GDR001" in effects) == (not raised)
+    assert "BW001" in effects

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from pathlib import Path
 
 from ncclscope.case.read import read_case
 from ncclscope.diagnose.engine import analyze
@@ -102,3 +103,14 @@ def test_cli_json_reports_gdr_findings() -> None:
         assert finding["severity"] == "warning"
         assert finding["hosts"] == ["gpu-r02"]
         assert finding["fix"] and finding["sources"]
+
+
+def test_gdr001_names_a_lowered_gdr_level_as_a_cause_and_not_a_raised_one(tmp_path: Path) -> None:
+    """A level past NCCL's cutoff (SYS, or its old number 4) turns GPUDirect RDMA on for more NICs: it cannot be
+    why GDR is off. A level below the cutoff (LOC) can."""
+    text = Path(DEMO).read_text()
+    for value, named in (("SYS", False), ("4", False), ("LOC", True)):
+        log = tmp_path / f"gdr_{value}.txt"
+        log.write_text(f"gpu-demo-a:40110:40110 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to {value}\n{text}")
+        (finding,) = [f for f in analyze(read_case([str(log)], jobs=1).case).findings if f.code == "GDR001"]
+        assert (f"NCCL_NET_GDR_LEVEL={value} is set" in finding.message) == named, value

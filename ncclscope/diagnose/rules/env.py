@@ -12,7 +12,7 @@ from ncclscope.common.words import plural
 from ncclscope.diagnose.expectations import platform_spec
 from ncclscope.diagnose.releases import case_release, default_span, param_default
 from ncclscope.diagnose.rules.context import Context, shown
-from ncclscope.diagnose.rules.env_knobs import KNOBS, knob_effects, truthy
+from ncclscope.diagnose.rules.env_knobs import KNOBS, PATHS_OPENED, knob_effects, path_level, truthy
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.version import host_list, jobs
 from ncclscope.diagnose.vendor_profiles import Profile, profile_of
@@ -247,6 +247,10 @@ def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
                 " is meant to be set"
             )
         return "info", f"{head}: not among the knobs ncclscope knows; check that it is meant to be set"
+    if knob.raised is not None and knob.raised(s.value):
+        opened = PATHS_OPENED[path_level(s.value) or "SYS"]
+        what = knob.raised_what.format(path=opened)
+        return "warning", f"{head} {what}: a debugging override that is not meant for production"
     note = f" ({knob.note})" if knob.note else ""
     if knob.off is not None and knob.off(s.value):
         note = f" ({knob.off_note})" if knob.off_note else ""

@@ -36,6 +36,11 @@ class Knob:
     note: str = ""
     off_note: str = ""  # said only when the value switches the feature off
     effects: tuple[str, ...] = ()
+    # a level variable set beyond NCCL's own limit: what it then does instead of `what` ({path}: PATHS_OPENED), and
+    # the findings it can cause
+    raised: Callable[[str], bool] | None = None
+    raised_what: str = ""
+    raised_effects: tuple[str, ...] = ()
 
 
 # What switching a feature off causes, by Knob.feature (the findings that then show it)
@@ -48,6 +53,34 @@ FEATURE_CAUSES: dict[str, tuple[str, ...]] = {
     "mnnvl": ("BW001",),
 }
 GDR = ("GDR001", "BW001")
+
+# NCCL's path types, nearest first (src/include/graph.h), and the path type each old number of NCCL_P2P_LEVEL and
+# NCCL_NET_GDR_LEVEL names (src/graph/paths.cc, levelsOldToNew: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and 5 SYS)
+PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
+OLD_PATH_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+
+
+def path_level(value: str) -> str | None:
+    """The path type a level variable's value names (`PHB`, or the old number `3`); None for another value."""
+    word = value.strip().upper()
+    if word in PATH_TYPES:
+        return word
+    return OLD_PATH_LEVELS[min(int(word), len(OLD_PATH_LEVELS) - 1)] if word.isdigit() else None
+
+
+def through_the_cpu(value: str) -> bool:
+    """A level that lets a path through the CPU (PHB) or between CPU sockets (SYS): beyond NCCL's own cutoff for
+    GPUDirect RDMA (PXB; P2C where NCCL_NET_GDR_C2C is on, 2.27+), src/graph/paths.cc ncclTopoCheckGdr."""
+    level = path_level(value)
+    return level is not None and PATH_TYPES.index(level) >= PATH_TYPES.index("PHB")
+
+
+# the paths a level past NCCL's cutoff opens, for the message ({path} in Knob.raised_what)
+PATHS_OPENED = {"PHB": "through the CPU (PHB)", "SYS": "through the CPU and between CPU sockets (SYS)"}
+GDR_RAISED = (
+    "lets GPUDirect RDMA run {path}, beyond NCCL's own GPU-NIC cutoff (PXB): over such a path it is often slower"
+    " than staging through host memory, which is why NCCL stops there"
+)
 FEWER_CHANNELS = ("CH001", "BW001")
 
 
@@ -55,6 +88,8 @@ def knob_effects(knob: Knob, value: str) -> tuple[str, ...]:
     """The findings this value of the knob can cause: none for its default."""
     if knob.default is not None and value.strip().lower() == knob.default.lower():
         return ()
+    if knob.raised is not None and knob.raised(value):
+        return knob.raised_effects
     if knob.off is not None and knob.off(value) and knob.feature in FEATURE_CAUSES:
         return tuple(dict.fromkeys(FEATURE_CAUSES[knob.feature] + knob.effects))
     return knob.effects if knob.off is None or knob.off(value) else ()
@@ -94,8 +129,18 @@ KNOBS: dict[str, Knob] = {
         None,
         note="a level below the automatic cutoff (PXB) keeps GPUDirect RDMA off for farther NICs; LOC switches it off",
         effects=GDR,
+        raised=through_the_cpu,
+        raised_what=GDR_RAISED,
+        raised_effects=("BW001",),  # GDR turned on, not off: never the cause of GDR001
     ),
-    "NCCL_IB_GDR_LEVEL": Knob("debug", "caps GPUDirect RDMA (old name of NCCL_NET_GDR_LEVEL)", effects=GDR),
+    "NCCL_IB_GDR_LEVEL": Knob(
+        "debug",
+        "caps GPUDirect RDMA (old name of NCCL_NET_GDR_LEVEL)",
+        effects=GDR,
+        raised=through_the_cpu,
+        raised_what=f"(old name of NCCL_NET_GDR_LEVEL) {GDR_RAISED}",
+        raised_effects=("BW001",),
+    ),
     "NCCL_PXN_DISABLE": Knob(
         "debug", "switches PXN (sends through a peer GPU's NIC) off", truthy, None, "0", effects=("BW001",)
     ),
