@@ -53,6 +53,7 @@ FEATURE_CAUSES: dict[str, tuple[str, ...]] = {
     "mnnvl": ("BW001",),
 }
 GDR = ("GDR001", "BW001")
+FEWER_CHANNELS = ("CH001", "BW001")
 
 # NCCL's path types, nearest first (src/include/graph.h), and the path type each old number of NCCL_P2P_LEVEL and
 # NCCL_NET_GDR_LEVEL names (src/graph/paths.cc, levelsOldToNew: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and 5 SYS)
@@ -81,7 +82,6 @@ GDR_RAISED = (
     "lets GPUDirect RDMA run {path}, beyond NCCL's own GPU-NIC cutoff (PXB): over such a path it is often slower"
     " than staging through host memory, which is why NCCL stops there"
 )
-FEWER_CHANNELS = ("CH001", "BW001")
 
 
 def knob_effects(knob: Knob, value: str) -> tuple[str, ...]:
