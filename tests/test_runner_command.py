@@ -178,23 +178,122 @@ def test_keep_going_runs_the_next_collective_after_a_failure(tmp_path: Path) -> 
     assert [s["status"] for s in manifest(tmp_path / "run")["steps"]] == ["failed", "ok"]
 
 
-def test_ctrl_c_stops_the_run_keeps_what_was_collected_and_exits_130(tmp_path: Path) -> None:
-    stand_in(tmp_path / "nt", "all_reduce", then="sleep 600")
+def start_and_wait_for_the_table(tmp_path: Path, then: str) -> subprocess.Popen[bytes]:
+    """`ncclscope run all_reduce` on a stand-in that prints its table, then runs `then`; returned once printed."""
+    stand_in(tmp_path / "nt", "all_reduce", then=then)
     argv = [sys.executable, "-m", "ncclscope", "run", "all_reduce", "--backend", "nccl-tests"]
     argv += ["--nccl-tests-dir", str(tmp_path / "nt"), "--out", "run"]
     child = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    stdout = tmp_path / "run" / "all_reduce.stdout.txt"
+    stdout, pid_file = tmp_path / "run" / "all_reduce.stdout.txt", tmp_path / "sleep.pid"
     deadline = time.monotonic() + 60
-    while "Collective test concluded" not in (stdout.read_text() if stdout.exists() else ""):
+    while "Collective test concluded" not in (stdout.read_text() if stdout.exists() else "") or not pid_file.exists():
         assert time.monotonic() < deadline and child.poll() is None, "the stand-in never started"
         time.sleep(0.1)
+    return child
+
+
+def hanging(tmp_path: Path, ignore_sigterm: bool = False) -> str:
+    """A stand-in's hang: a sleep in its process group, its pid in sleep.pid, optionally deaf to SIGTERM."""
+    deaf = "trap '' TERM; " if ignore_sigterm else ""  # an ignored signal stays ignored in the sleep too
+    written, ready = tmp_path / "sleep.pid.tmp", tmp_path / "sleep.pid"  # renamed: never read half written
+    return f"{deaf}sleep 600 & echo $! > {written}; mv {written} {ready}; wait"
+
+
+def ended(pid: int, within_s: float = 10.0) -> bool:
+    """Whether `pid` is gone (or a zombie nobody has reaped yet) within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_ctrl_c_stops_the_run_keeps_what_was_collected_and_exits_130(tmp_path: Path) -> None:
+    child = start_and_wait_for_the_table(tmp_path, hanging(tmp_path))
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=60)
     assert child.returncode == 130, err.decode()
     record = manifest(tmp_path / "run")
     assert record["interrupted"] and record["steps"][0]["status"] == "interrupted"
-    assert "interrupted; what was collected is kept" in err.decode()
-    assert (tmp_path / "run" / "findings.json").is_file() and stdout.stat().st_size > 0
+    assert record["stop_signal"] == signal.SIGINT and record["stopped"] == "interrupted by Ctrl-C (SIGINT)"
+    assert "interrupted by Ctrl-C (SIGINT); what was collected is kept" in err.decode()
+    assert (tmp_path / "run" / "findings.json").is_file() and (
+        tmp_path / "run" / "all_reduce.stdout.txt"
+    ).stat().st_size
+    assert ended(int((tmp_path / "sleep.pid").read_text()))
+
+
+def test_sigterm_ends_the_collective_too_keeps_what_was_collected_and_exits_143(tmp_path: Path) -> None:
+    """`timeout 600 ncclscope run`, a scheduler's stop: the collective runs in a session of its own, so without
+    this it would outlive ncclscope and keep the GPUs."""
+    child = start_and_wait_for_the_table(tmp_path, hanging(tmp_path))
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 143, err.decode()
+    record = manifest(tmp_path / "run")
+    assert record["steps"][0]["status"] == "interrupted" and record["stop_signal"] == signal.SIGTERM
+    assert "interrupted by SIGTERM; what was collected is kept" in err.decode()
+    assert (tmp_path / "run" / "findings.json").is_file()
+    assert ended(int((tmp_path / "sleep.pid").read_text()))
+
+
+def test_a_second_ctrl_c_during_the_grace_period_leaves_at_once_and_kills_the_collective(tmp_path: Path) -> None:
+    """The first Ctrl-C sends SIGTERM, which this stand-in ignores; the second one does not wait out the grace."""
+    child = start_and_wait_for_the_table(tmp_path, hanging(tmp_path, ignore_sigterm=True))
+    child.send_signal(signal.SIGINT)
+    time.sleep(1.0)  # inside the grace period (execute.KILL_GRACE_S, 5 s)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err.decode()
+    assert manifest(tmp_path / "run")["interrupted"]
+    assert ended(int((tmp_path / "sleep.pid").read_text()), within_s=3.0), "the collective outlived ncclscope"
+
+
+RUN_STEP_UNDER_FIRE = """
+import os, random, signal, sys, threading, time
+from pathlib import Path
+from ncclscope.runner.execute import run_step
+
+folder = Path(sys.argv[1])
+script = folder / "hang.sh"
+script.write_text("#!/bin/sh\\necho started\\nsleep 600 & echo $! > $PID_FILE; wait\\n")
+script.chmod(0o755)
+random.seed(7)
+for n in range(int(sys.argv[2])):
+    delay = random.choice([0.0, 0.001, 0.003, 0.01]) + random.random() * 0.02
+    threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
+    pid_file = folder / f"sleep{n}.pid"
+    started = time.monotonic()
+    try:
+        outcome = run_step([str(script)], dict(os.environ, PID_FILE=str(pid_file)), folder / f"{n}.out",
+                           folder / f"{n}.err", 600, lambda size: None, lambda: None)
+    except KeyboardInterrupt:  # only before the child could start: the handler was not yet in place
+        assert not pid_file.exists(), f"run {n}: Ctrl-C escaped with the child started"
+        continue
+    took = time.monotonic() - started
+    assert (outcome.status, outcome.stop_signal) == ("interrupted", signal.SIGINT), (n, outcome)
+    assert took < 5, f"run {n}: {took:.1f} s to stop"
+    print(n, f"{delay * 1000:.1f} ms", outcome.status, f"{took:.2f} s", flush=True)
+print("done")
+"""
+
+
+def test_ctrl_c_at_any_moment_of_a_step_ends_the_child_and_never_escapes_or_hangs(tmp_path: Path) -> None:
+    """Ctrl-C landing anywhere in run_step: during the spawn, the thread starts, Popen.wait's lock. Each
+    run must end as interrupted within seconds, with its child's process group gone."""
+    runs = 12
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_STEP_UNDER_FIRE, str(tmp_path), str(runs)],
+        cwd=REPO, capture_output=True, timeout=180, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.endswith("done\n"), done.stdout + done.stderr
+    for pid_file in tmp_path.glob("sleep*.pid"):
+        assert ended(int(pid_file.read_text())), f"{pid_file.name}: the child's sleep outlived its step"
 
 
 # ------------------------------------------------------------------------------ environment, dry run, usage

@@ -2,13 +2,15 @@
 
 Exit status: 0 every collective ran and no finding reached --fail-on; 1 a collective failed or timed
 out, or a finding reached --fail-on (default error, as `analyze`); 2 a usage problem or no benchmark
-to run; 130 interrupted (what was collected is kept and analyzed); 3 an internal error.
+to run; 130 interrupted by Ctrl-C, 143 by SIGTERM (what was collected is kept and analyzed; the running
+collective's processes are ended); 3 an internal error.
 """
 
 # No `from __future__ import annotations` (see cli/app.py): the names imported for type checking only are
 # quoted where they annotate.
 
 import os
+import signal
 import socket
 import sys
 from enum import Enum
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ncclscope.common.exit_status import EXIT_FINDINGS, EXIT_UNUSABLE, FailOn, findings_exit
+from ncclscope.inputs.interrupts import exit_status
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from ncclscope.runner.plan import Layout, Sweep
 
 EXIT_USAGE = EXIT_UNUSABLE
-EXIT_INTERRUPTED = 130
+INTERRUPTED = (exit_status(signal.SIGINT), exit_status(signal.SIGTERM))  # 130, 143
 
 
 class BackendChoice(str, Enum):
@@ -266,7 +269,7 @@ def _run_pairs(  # type: ignore[no-untyped-def]
             _print_plan(chosen.name, env, steps, run_dir, planning.each_host_prefix(pair_layout))
             continue
         code = _run(run_dir, chosen.name, pair_layout, env, steps, limit, sweep, keep_going, True, FailOn.never)
-        if code == EXIT_INTERRUPTED:
+        if code in INTERRUPTED:
             return code
         run_dirs.append(str(run_dir))
     fleet_argv = ["ncclscope", "fleet", *(run_dirs or [str(root / f"{a.name}__{b.name}") for a, b in pair_list])]
@@ -350,8 +353,8 @@ def _run(
     code = _analyze(run_dir, fail_on, err) if not no_analyze else 0
     failed = [s for s in record.steps if s.status in ("failed", "timed_out")]
     if record.interrupted:
-        err.print(f"ncclscope: interrupted; what was collected is kept in {run_dir}", markup=False)
-        return EXIT_INTERRUPTED
+        err.print(f"ncclscope: {record.stopped}; what was collected is kept in {run_dir}", markup=False)
+        return exit_status(record.stop_signal or signal.SIGINT)
     err.print(f"ncclscope: run directory {run_dir}", markup=False)
     return EXIT_FINDINGS if failed else code
 

@@ -229,4 +229,5 @@ class RunRecord(Record):
         default_factory=new_list, description="Files of the run directory that hold the evidence."
     )
     interrupted: bool = False
+    stop_signal: int | None = Field(None, description="What interrupted the run: 2 Ctrl-C (SIGINT), 15 SIGTERM.")
     stopped: str | None = Field(None, description="Why the run stopped before the last collective, if it did.")

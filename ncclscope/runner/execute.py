@@ -3,6 +3,13 @@
 The child starts in a session of its own, so that a timeout or Ctrl-C can end its whole process
 group (torchrun's workers, mpirun's daemons) and a Ctrl-C at the terminal reaches only ncclscope,
 which then ends the group itself: SIGTERM, and SIGKILL after a grace period.
+
+While a child runs, Ctrl-C and SIGTERM only record a request that the wait loop reads
+(inputs/interrupts.py). Raised as KeyboardInterrupt at an arbitrary point, Ctrl-C could land between
+Popen's spawn and the wait (the child never ended, holding the GPUs), or inside Popen.wait() just after it
+takes its wait lock, which is then never released, so the next wait() hangs for ever (CPython's
+subprocess, Popen._wait). SIGTERM (`timeout`, a scheduler) would end ncclscope and leave the child running.
+A second signal does interrupt; the child's group is then killed on the way out.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ncclscope.inputs import interrupts
 from ncclscope.model import Evidence
 
 KILL_GRACE_S = 5.0
@@ -58,6 +66,7 @@ class StepOutcome:
     exit_code: int | None
     duration_s: float
     last_lines: list[Evidence]
+    stop_signal: int | None = None  # Ctrl-C or SIGTERM during the step, even if its child had ended by then
 
 
 def run_step(
@@ -69,18 +78,42 @@ def run_step(
     on_size: Callable[[int], None],
     on_tick: Callable[[], None],
 ) -> StepOutcome:
-    """Run `argv` to its end, its timeout, or Ctrl-C (KeyboardInterrupt is absorbed: status interrupted)."""
+    """Run `argv` to its end, its timeout, or Ctrl-C or SIGTERM (which end it: status interrupted, stop_signal)."""
     out, err = Stream(stdout, stdout.name), Stream(stderr, stderr.name)
     start = time.monotonic()
-    try:
-        child = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-            start_new_session=True,
-        )  # fmt: skip
-    except OSError as exc:
-        stderr.write_text(f"ncclscope: cannot start {argv[0]}: {exc.strerror or exc}\n", encoding="utf-8")
-        stdout.write_bytes(b"")
-        return StepOutcome("failed", None, 0.0, [Evidence(source=stderr.name, line=1, text=stderr.read_text().strip())])
+    with interrupts.stop_signals():
+        try:
+            child = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            stderr.write_text(f"ncclscope: cannot start {argv[0]}: {exc.strerror or exc}\n", encoding="utf-8")
+            stdout.write_bytes(b"")
+            said = Evidence(source=stderr.name, line=1, text=stderr.read_text().strip())
+            return StepOutcome("failed", None, 0.0, [said], interrupts.requested())
+        try:
+            status = _follow(child, out, err, start, timeout_s, on_size, on_tick)
+        except BaseException:  # a second Ctrl-C: leave now, but not with the child still running
+            _signal_group(child, signal.SIGKILL)
+            raise
+    code = child.returncode
+    if status == "ok" and code != 0:
+        status = "failed"
+    tail = out.evidence() + err.evidence() if status != "ok" else []
+    return StepOutcome(status, code, time.monotonic() - start, tail, interrupts.requested())
+
+
+def _follow(
+    child: subprocess.Popen[bytes],
+    out: Stream,
+    err: Stream,
+    start: float,
+    timeout_s: float,
+    on_size: Callable[[int], None],
+    on_tick: Callable[[], None],
+) -> str:
+    """Tee the child's outputs until it ends, times out or is interrupted; then end its group if needed."""
     assert child.stdout is not None and child.stderr is not None
     pumps = [
         threading.Thread(target=out.pump, args=(child.stdout, _row_sizes(on_size)), daemon=True),
@@ -92,11 +125,7 @@ def run_step(
     if status != "ok":
         _end_group(child)
     _drain(child, pumps)
-    code = child.returncode
-    if status == "ok" and code != 0:
-        status = "failed"
-    tail = out.evidence() + err.evidence() if status != "ok" else []
-    return StepOutcome(status, code, time.monotonic() - start, tail)
+    return status
 
 
 def _row_sizes(on_size: Callable[[int], None]) -> Callable[[bytes], None]:
@@ -109,17 +138,15 @@ def _row_sizes(on_size: Callable[[int], None]) -> Callable[[bytes], None]:
 
 
 def _wait(child: subprocess.Popen[bytes], start: float, timeout_s: float, on_tick: Callable[[], None]) -> str:
-    try:
-        while True:
-            try:
-                child.wait(timeout=POLL_S)
-                return "ok"
-            except subprocess.TimeoutExpired:
-                on_tick()
-                if time.monotonic() - start > timeout_s:
-                    return "timed_out"
-    except KeyboardInterrupt:
-        return "interrupted"
+    while interrupts.requested() is None:
+        try:
+            child.wait(timeout=POLL_S)
+            return "ok"
+        except subprocess.TimeoutExpired:
+            on_tick()
+            if time.monotonic() - start > timeout_s:
+                return "timed_out"
+    return "interrupted"
 
 
 def _end_group(child: subprocess.Popen[bytes]) -> None:
@@ -141,13 +168,17 @@ def _signal_group(child: subprocess.Popen[bytes], sig: signal.Signals) -> None:
 
 
 def _drain(child: subprocess.Popen[bytes], pumps: list[threading.Thread]) -> None:
-    """Wait for the outputs to close; a leftover grandchild holding a pipe open is ended with its group."""
+    """Wait for the outputs to close; a leftover grandchild holding a pipe open is ended with its group.
+
+    One that left the group (a daemon that made a session of its own) could hold a pipe for ever: after
+    the SIGKILL the wait is bounded too, and its pump, a daemon thread, is left to end with ncclscope.
+    """
     for pump in pumps:
         pump.join(timeout=KILL_GRACE_S)
     if any(p.is_alive() for p in pumps):
         _signal_group(child, signal.SIGKILL)
         for pump in pumps:
-            pump.join()
+            pump.join(timeout=KILL_GRACE_S)
 
 
 def nccl_log_tail(run_dir: Path, names: list[str]) -> list[Evidence]:

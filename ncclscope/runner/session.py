@@ -2,13 +2,14 @@
 then the analysis of the run directory (report.html, findings.json).
 
 A collective that fails or hangs stops the run (the next ones would most likely meet the same fault
-and bury its evidence) unless `keep_going`; Ctrl-C always stops it. Either way everything collected
+and bury its evidence) unless `keep_going`; Ctrl-C or SIGTERM always stops it. Either way everything collected
 so far stays in the run directory and the manifest says how the run ended.
 """
 
 from __future__ import annotations
 
 import itertools
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from ncclscope.common.words import exact_size
+from ncclscope.inputs import interrupts
 from ncclscope.model import Analysis, RunRecord, RunStep
 from ncclscope.runner import capture
 from ncclscope.runner.environment import recorded_environment
@@ -50,17 +52,17 @@ def execute(
         write_manifest(run_dir, record)
         with _progress(console) as progress:
             for step in record.steps:
-                _run_one(run_dir, record, step, child_env, settings, progress)
-                if step.status == "interrupted":
-                    record.interrupted = True
+                stop_signal = _run_one(run_dir, record, step, child_env, settings, progress)
+                if stop_signal is not None or step.status == "interrupted":
+                    record.interrupted, record.stop_signal = True, stop_signal or signal.SIGINT
                     break
                 if step.status != "ok" and not settings.keep_going:
                     record.stopped = f"{step.collective} {step.status.replace('_', ' ')}; the run stopped there"
                     break
     except KeyboardInterrupt:
-        record.interrupted = True
+        record.interrupted, record.stop_signal = True, signal.SIGINT
     if record.interrupted:
-        record.stopped = "interrupted (Ctrl-C)"
+        record.stopped = f"interrupted by {interrupts.signal_name(record.stop_signal or signal.SIGINT)}"
     nccl = capture.nccl_version(_heads(run_dir, record))
     if nccl:
         record.versions["nccl"] = nccl
@@ -81,7 +83,8 @@ def _progress(console: Console) -> Progress:
 
 def _run_one(
     run_dir: Path, record: RunRecord, step: RunStep, env: dict[str, str], settings: Settings, progress: Progress
-) -> None:
+) -> int | None:
+    """Run one step, keeping the manifest current; the signal that asked the run to stop during it, if one did."""
     step.stdout, step.stderr = output_names(step.collective)
     step.status, step.started, step.timeout_s = "running", now(), settings.timeout_s
     write_manifest(run_dir, record)
@@ -104,6 +107,7 @@ def _run_one(
         step.last_lines = outcome.last_lines + nccl_log_tail(run_dir, step.nccl_logs)
         _say_why(step, progress.console)
     write_manifest(run_dir, record)
+    return outcome.stop_signal
 
 
 def _size_shown(progress: Progress, task: TaskID, collective: str) -> Callable[[int], None]:
