@@ -6,6 +6,9 @@ program happens to be, which would throw away everything parsed so far. While `s
 active, SIGINT and SIGTERM only record a request: reading stops at the next block boundary, or at
 once when the reader is waiting for input (`waiting_for_input()`), and the command goes on to analyze
 what it has. A second signal while the request is pending interrupts as usual.
+
+`ncclscope run` uses the same request while a collective runs (runner/execute.py): its wait loop reads
+it and ends the collective's process group.
 """
 
 from __future__ import annotations
