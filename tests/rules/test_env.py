@@ -293,3 +293,23 @@ def test_a_gdr_level_past_nccls_cutoff_is_said_to_widen_gdr_not_to_cap_it(
     effects = knob_effects(KNOBS["NCCL_NET_GDR_LEVEL"], value)  # the findings the engine may tell as its effects
     assert ("GDR001" in effects) == (not raised)
     assert "BW001" in effects
+
+
+@pytest.mark.parametrize(
+    ("value", "raised"),
+    [("SYS", True), ("4", True), ("PHB", True), ("3", True), ("NVL", False), ("PIX", False), ("2", False)],
+)
+def test_a_p2p_level_past_nccls_cutoff_is_said_to_widen_p2p_not_to_cap_it(
+    tmp_path: Path, value: str, raised: bool
+) -> None:
+    """NCCL_P2P_LEVEL=SYS lets P2P through the CPU's root complex, past NCCL's default PXB (src/graph/paths.cc
+    ncclTopoCheckP2p), where it can be slow or hang (troubleshooting.rst, ACS/IOMMU); NVL or PIX caps it."""
+    log = tmp_path / "p2p_level.log"
+    log.write_text(f"gpu-a:311:311 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to {value}\n")
+    (found,) = findings("ENV001", str(log))
+    assert found.severity == "warning"
+    assert ("lets P2P between GPUs run through the CPU" in found.message) == raised
+    assert ("caps the GPU distance for P2P" in found.message) == (not raised)
+    assert ("between CPU sockets (SYS)" in found.message) == (value in ("SYS", "4"))
+    assert knob_effects(KNOBS["NCCL_P2P_LEVEL"], value) == (("BW001",) if raised else ())
+    assert knob_effects(KNOBS["NCCL_P2P_LEVEL"], "LOC") == ("TOPO004", "BW001")  # LOC switches P2P off

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO, run_cli
 from conftest import evidence_lines as lines
 from conftest import findings_of as findings
 from conftest import only_finding as only
-from conftest import run_cli
 
 TWO_SWITCHES_SYS = "fixtures/topo/pcie_8gpu_two_switches_sys.txt"
 H100_NVSWITCH_MATRIX = "fixtures/topo/h100_8gpu_nic_legend_tabs.txt"
@@ -190,6 +190,19 @@ def test_p2p_switched_off_by_environment_is_named_as_the_cause() -> None:
     finding = only("TOPO004", DEBUG_OVERRIDES_LOG)
     assert "NCCL_P2P_DISABLE=1" in finding.message
     assert "8 GPU pairs" in finding.message
+
+
+@pytest.mark.parametrize(("value", "named"), [("PIX", True), ("NVL", True), ("1", True), ("SYS", False), ("4", False)])
+def test_a_p2p_level_is_named_as_the_cause_of_shm_only_when_it_caps_p2p(
+    tmp_path: Path, value: str, named: bool
+) -> None:
+    """NCCL_P2P_LEVEL=SYS (or the old 4) lets P2P farther than NCCL's own cutoff: it cannot be why NCCL chose SHM."""
+    text = (REPO / SHM_LOG).read_text()
+    prefix = next(line for line in text.splitlines() if "NCCL INFO" in line).split(" NCCL INFO")[0]
+    log = tmp_path / "p2p_level.log"
+    log.write_text(f"{prefix} NCCL INFO NCCL_P2P_LEVEL set by environment to {value}\n" + text)
+    finding = only("TOPO004", str(log))
+    assert (f"NCCL_P2P_LEVEL={value}" in finding.message) == named, finding.message
 
 
 def test_hosts_with_the_same_shm_pair_share_one_finding() -> None:

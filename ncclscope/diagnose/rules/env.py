@@ -288,6 +288,9 @@ def debug_override(ctx: Context) -> Iterable[Finding]:
     channel or thread counts capped, NET_GDR_LEVEL lowered, IGNORE_NET_MISMATCH ...) are warnings,
     errors when they switch off a transport the hosts have (IB on a multi-host job with RDMA NICs,
     P2P on NVLink, NVLS on NVSwitch, SHM where P2P is unavailable); documented tuning knobs are info.
+    NCCL_P2P_LEVEL or NCCL_NET_GDR_LEVEL set past NCCL's own cutoff (PHB, SYS, or the old 3-5) is told as
+    what it does, P2P or GPUDirect RDMA let through the CPU, still a warning, and never as the cause of
+    P2P or GDR being off.
 
     Settings come from the log's `set by environment` lines and from a launcher or shell command line
     in the inputs (`mpirun -x NCCL_...=`, `srun --export=...`, `export NCCL_...=`); NCCL's logging

@@ -71,7 +71,8 @@ def path_level(value: str) -> str | None:
 
 def through_the_cpu(value: str) -> bool:
     """A level that lets a path through the CPU (PHB) or between CPU sockets (SYS): beyond NCCL's own cutoff for
-    GPUDirect RDMA (PXB; P2C where NCCL_NET_GDR_C2C is on, 2.27+), src/graph/paths.cc ncclTopoCheckGdr."""
+    GPUDirect RDMA (PXB; P2C where NCCL_NET_GDR_C2C is on, 2.27+), src/graph/paths.cc ncclTopoCheckGdr, and for
+    P2P between GPUs (PXB; SYS on AMD x86 hosts with at most two GPUs), ncclTopoCheckP2p."""
     level = path_level(value)
     return level is not None and PATH_TYPES.index(level) >= PATH_TYPES.index("PHB")
 
@@ -82,6 +83,20 @@ GDR_RAISED = (
     "lets GPUDirect RDMA run {path}, beyond NCCL's own GPU-NIC cutoff (PXB): over such a path it is often slower"
     " than staging through host memory, which is why NCCL stops there"
 )
+# NCCL docs, troubleshooting.rst (PCI Access Control Services; IO virtualization): P2P redirected through the root
+# complex costs bandwidth "or even" hangs
+P2P_RAISED = (
+    "lets P2P between GPUs run {path}, beyond the GPU-GPU cutoff NCCL uses by default (PXB; SYS only on AMD hosts"
+    " with at most two GPUs): on many CPUs P2P through the root complex is slower than copies through host memory"
+    " (SHM), and it can hang where the IOMMU or ACS redirects peer traffic, which is why NCCL stops there"
+)
+
+
+def widens(name: str, value: str) -> bool:
+    """A level variable set past NCCL's own cutoff: it lets P2P or GPUDirect RDMA farther, so it never keeps one off
+    and is no cause of a finding that one is off (TOPO004, CH002, GDR001)."""
+    knob = KNOBS.get(name)
+    return knob is not None and knob.raised is not None and knob.raised(value)
 
 
 def knob_effects(knob: Knob, value: str) -> tuple[str, ...]:
@@ -110,7 +125,14 @@ KNOBS: dict[str, Knob] = {
     ),
     "NCCL_P2P_DISABLE": Knob("debug", "switches the P2P transport (NVLink and PCIe) off", truthy, "nvlink", "0"),
     "NCCL_P2P_LEVEL": Knob(
-        "debug", "caps the GPU distance for P2P", _is("loc", "0"), "nvlink", off_note="LOC switches P2P off entirely"
+        "debug",
+        "caps the GPU distance for P2P",
+        _is("loc", "0"),
+        "nvlink",
+        off_note="LOC switches P2P off entirely",
+        raised=through_the_cpu,
+        raised_what=P2P_RAISED,
+        raised_effects=("BW001",),  # P2P let farther, not switched off: never the cause of TOPO004
     ),
     "NCCL_NVLS_ENABLE": Knob("debug", "controls NVLink SHARP (NVLS)", _is("0"), "nvls", "2"),
     "NCCL_SHM_DISABLE": Knob("debug", "switches the shared-memory transport off", truthy, "shm", "0"),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
-from ncclscope.diagnose.rules.env_knobs import KNOBS
+from ncclscope.diagnose.rules.env_knobs import widens
 from ncclscope.diagnose.rules.net_common import (
     HostNet,
     host_nets,
@@ -191,8 +191,7 @@ def _causes(ctx: Context, hosts: list[HostGdr]) -> tuple[str, list[Evidence]]:
         causes.append(f"GPU-NIC pairs too far apart for NCCL_NET_GDR_LEVEL ({names(distances, 2)})")
     for name in GDR_ENV:
         for setting in ctx.env(name):
-            knob = KNOBS.get(name)
-            if knob is not None and knob.raised is not None and knob.raised(setting.value):
+            if widens(name, setting.value):
                 continue  # a level past NCCL's cutoff turns GPUDirect RDMA on for more NICs, never off
             if not setting.hosts or {h.name for h in hosts} & set(setting.hosts):
                 causes.append(f"{name}={setting.value} is set")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ncclscope.diagnose.expectations import reference, spec_by_key
 from ncclscope.diagnose.rules.context import Context
+from ncclscope.diagnose.rules.env_knobs import widens
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.topo_common import gpus_per_host
 from ncclscope.model import Case, Evidence, Finding
@@ -91,7 +92,7 @@ def graph_speed_low(ctx: Context) -> Iterable[Finding]:
         return  # no NVLink shown: PCIe hosts are judged by their benchmark, not their graph
     per_host = gpus_per_host(ctx)  # the GPUs the log's processes drive, and those NCCL's system dump lists
     listed = {s.host or "": sum(1 for n in s.nodes if "- GPU/" in n) for s in case.system_topologies}
-    settings = [f"{e.name}={e.value}" for e in case.env if e.name in P2P_SETTINGS]
+    settings = [f"{e.name}={e.value}" for e in case.env if e.name in P2P_SETTINGS and not widens(e.name, e.value)]
     cause = f" ({', '.join(sorted(set(settings)))} is set)" if settings else ""
     seen: set[tuple] = set()
     for g in _graphs(case):

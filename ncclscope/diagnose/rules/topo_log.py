@@ -11,6 +11,7 @@ from ncclscope.case.topology import is_rdma_nic, link
 from ncclscope.common.versions import release_tuple
 from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
+from ncclscope.diagnose.rules.env_knobs import widens
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.topo_common import (
     PAIRS_SHOWN,
@@ -87,7 +88,11 @@ def shm_instead_of_p2p(ctx: Context) -> Iterable[Finding]:
                 f"{command} reports P2P {', '.join(f'{a}-{b} {P2P_REFUSED[c.upper()]} ({c})' for a, b, c in refused)}"
             )
             shm.evidence.extend(matrix.evidence[g] for g in sorted({a for a, _, _ in refused}) if g in matrix.evidence)
-    causes = [f"{e.name}={e.value}" for e in case.env if e.name in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL")]
+    causes = [
+        f"{e.name}={e.value}"
+        for e in case.env
+        if e.name in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL") and not widens(e.name, e.value)
+    ]
     cause = f"; {', '.join(causes)} set by environment" if causes else ""
     # hosts with the same GPU pairs tell one story: one finding for all of them
     grouped: dict[tuple[str, ...], list[str]] = defaultdict(list)
