@@ -162,3 +162,62 @@ def test_a_real_gloo_job_whose_rank_is_killed_names_that_rank(tmp_path: Path) ->
     assert shown.returncode == 1, text
     assert "first failure: process ended by SIGKILL (exit code -9) on " in text and ", rank 1 at " in text
     assert "connection to the peer lost (rank" in text
+
+
+# --------------------------------------------------------------------- a first failure that another rule diagnoses
+# Written from formats.md: the 2.29+ completion error, the WARN timestamps NCCL prints from 2.26, the 2.28 CQE line.
+def _completion(stamp: str, host: str, pid: int, peer: str, hca: str) -> str:
+    return (
+        f"[{stamp}] {host}:{pid}:{pid + 40} [1] transport/net_ib/p2p.cc:648 NCCL WARN NET/IB: Got completion from peer"
+        f" {peer}<40112> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129 hca {hca}"
+    )
+
+
+def _cqe(stamp: str, host: str, pid: int) -> str:
+    return (
+        f"[{stamp}] {host}:{pid}:{pid + 40} [1] transport/net_ib/p2p.cc:783 NCCL WARN NET/IB: ncclIbTest: Got CQE with"
+        " error (devIndex=0, req=0x7f10aa00e028, comm=0x7f10aa00e000 (send), wr_id=0, qp_num=4711)"
+    )
+
+
+def test_a_completion_error_that_came_first_heads_its_timeline_and_its_warns(tmp_path: Path) -> None:
+    """RUN013 names the completion error on rack1-07 as the first failure: NET005, which reads that very line and
+    says what it means, is the root cause; RUN013 (it came first, then the peer's) and the CQE WARNs of the same
+    failure (RUN005) are its story, not causes beside it."""
+    log = tmp_path / "two_hosts.log"
+    log.write_text(
+        "\n".join([
+            _cqe("2026-03-04 10:46:33", "rack1-07", 31200),
+            _completion("2026-03-04 10:46:33", "rack1-07", 31200, "10.20.0.9", "mlx5_1"),
+            _cqe("2026-03-04 10:46:35", "rack1-09", 28800),
+            _completion("2026-03-04 10:46:35", "rack1-09", 28800, "10.20.0.7", "mlx5_0"),
+        ])
+        + "\n"
+    )  # fmt: skip
+    analysis = analysis_of(str(log))
+    first = next(f for f in analysis.findings if f.code == "RUN013")
+    assert first.message.startswith("first failure: NCCL WARN NET/IB: Got completion from peer 10.20.0.9")
+    head = analysis.findings[0]
+    assert (head.code, head.hosts, head.root_cause) == ("NET005", ["rack1-07"], True)
+    assert {"RUN013", "RUN005"} <= set(head.explains)
+    assert not first.root_cause and "NET005" in first.related
+    assert all("NET005" in f.related for f in analysis.findings if f.code == "RUN005")
+
+
+def test_a_completion_error_that_follows_another_ranks_crash_does_not_head_the_timeline(tmp_path: Path) -> None:
+    """The same completion error, one second after a CUDA error on the peer's host: RUN013 names the CUDA error, so
+    NET005 (the fallout of the peer's crash) is not the diagnosis of the first failure."""
+    log = tmp_path / "crash_then_retry.log"
+    log.write_text(
+        "\n".join([
+            "[2026-03-04 10:46:32] rack1-09:28800:28800 [1] enqueue.cc:1581 NCCL WARN Cuda failure 'an illegal memory"
+            " access was encountered'",
+            _completion("2026-03-04 10:46:33", "rack1-07", 31200, "10.20.0.9", "mlx5_1"),
+        ])
+        + "\n"
+    )  # fmt: skip
+    analysis = analysis_of(str(log))
+    first = next(f for f in analysis.findings if f.code == "RUN013")
+    assert first.message.startswith("first failure: NCCL WARN Cuda failure")
+    net005 = next(f for f in analysis.findings if f.code == "NET005")
+    assert "RUN013" not in net005.explains and "NET005" not in first.related

@@ -8,7 +8,8 @@ from ncclscope.diagnose.platform import detect_platform
 from ncclscope.diagnose.rules.catalog import all_rules
 from ncclscope.diagnose.rules.context import Context
 from ncclscope.diagnose.rules.registry import Rule
-from ncclscope.model import SEVERITY_ORDER, Analysis, Case, Finding
+from ncclscope.diagnose.rules.run_timeline import first_failure_line
+from ncclscope.model import SEVERITY_ORDER, Analysis, Case, Evidence, Finding
 
 
 def selected(rules: dict[str, Rule], select: list[str] | None, ignore: list[str] | None) -> dict[str, Rule]:
@@ -40,7 +41,8 @@ def analyze(case: Case, select: list[str] | None = None, ignore: list[str] | Non
     if "EVD001" in rules:
         ctx.unjudged = unjudged  # type: ignore[attr-defined]
         findings.extend(rules["EVD001"].func(ctx))
-    heads = _link_stories(findings)
+    first = first_failure_line(ctx) if any(f.code == "RUN013" for f in findings) else None
+    heads = _link_stories(findings, first)
     findings.sort(key=lambda f: _story_order(f, heads))
     summary = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
     # not validated: its parts are models already; validating would build the schema of the whole Case
@@ -89,7 +91,8 @@ STORIES: list[tuple[str, list[str]]] = [
     # the first failure of a job, and what followed it on the other ranks
     ("RUN013", ["HANG001", "HANG003", "NET006", "RUN005", "RUN006", "BW005"]),
     ("RUN005", ["HANG001", "HANG003"]),
-    ("NET005", ["NET006", "HANG001", "HANG003", "BW005"]),
+    # an IB completion error breaks its queue pair: the WARNs of the same failure, the peers' closed connections
+    ("NET005", ["RUN005", "NET006", "HANG001", "HANG003", "BW005"]),
     ("NET006", ["HANG001", "HANG003", "BW005"]),
     # a queue pair that cannot connect, or memory that cannot be pinned: the WARNs and errors that follow
     ("NET009", ["RUN005", "RUN013", "NET006", "HANG001", "BW005"]),
@@ -124,12 +127,36 @@ def _stories(findings: list[Finding]) -> list[tuple[Finding, list[str]]]:
     return out
 
 
-def _upstream(stories: list[tuple[Finding, list[str]]], f: Finding) -> list[Finding]:
+def _upstream(
+    stories: list[tuple[Finding, list[str]]], diagnosed: list[tuple[Finding, Finding]], f: Finding
+) -> list[Finding]:
     """Findings that may explain `f` and are problems themselves."""
-    return [c for c, codes in stories if c is not f and f.code in codes and c.code != f.code and c.severity != "info"]
+    by_code = [c for c, codes in stories if c is not f and f.code in codes and c.code != f.code]
+    return [c for c in by_code if c.severity != "info"] + [d for d, first in diagnosed if first is f]
 
 
-def _link_stories(findings: list[Finding]) -> dict[int, Finding]:
+def _diagnosed_first_failures(findings: list[Finding], first: Evidence | None) -> list[tuple[Finding, Finding]]:
+    """(diagnosis, RUN013) where the failure RUN013 names as the first is a line another problem reads: the IB
+    completion error of NET005, the CUDA error of RUN004. That finding says what the failure is and how to fix
+    it; RUN013 adds that it came first, and what followed. Matched on the line itself, not by codes: a completion
+    error may as well be the fallout of another rank's crash, which RUN013 then names first. What RUN013 tells
+    as the cascade (RUN005's WARNs, NET006's closed connections) is never its diagnosis."""
+    if first is None:
+        return []
+    cascade = set(dict(STORIES)["RUN013"])
+    pairs = []
+    for timeline in findings:
+        if timeline.code != "RUN013" or not timeline.evidence or timeline.evidence[0] != first:
+            continue
+        for f in findings:
+            if f.code == "RUN013" or f.code in cascade or f.severity == "info":
+                continue
+            if any(e.source == first.source and e.line == first.line for e in f.evidence):
+                pairs.append((f, timeline))
+    return pairs
+
+
+def _link_stories(findings: list[Finding], first: Evidence | None = None) -> dict[int, Finding]:
     """Marks root causes and related codes; returns, per finding (by id), the head of its story: the
     problem at the start of the chain of causes that explains it (itself when nothing does)."""
     by_code: dict[str, list[Finding]] = {}
@@ -137,24 +164,28 @@ def _link_stories(findings: list[Finding]) -> dict[int, Finding]:
         by_code.setdefault(f.code, []).append(f)
     causes: dict[int, list[Finding]] = {}
     stories = _stories(findings)
+    diagnosed = _diagnosed_first_failures(findings, first)
     for f in findings:
         if f.code in OWN_EFFECTS:
             f.related = []  # what it may cause, until it is found below
+    told: list[tuple[Finding, list[Finding]]] = []
     for f, effects in stories:
         linked = [e for code in effects for e in by_code.get(code, []) if e is not f and _same_story(f, e)]
-        if not linked:
-            continue
+        if linked:
+            told.append((f, linked))
+    told += [(d, [first]) for d, first in diagnosed]
+    for f, linked in told:
         # a root cause explains a problem and is one itself: an info (nothing to do) is only related to
         # what it may touch, and does not hide the cause that is a problem
         explains = f.severity != "info" and any(e.severity in ("error", "warning") for e in linked)
-        f.root_cause = f.root_cause or (explains and not any(_upstream(stories, f)))
+        f.root_cause = f.root_cause or (explains and not any(_upstream(stories, diagnosed, f)))
         f.related = sorted(set(f.related) | {e.code for e in linked})
         for e in linked:
             e.related = sorted(set(e.related) | {f.code})
             if explains:
                 causes.setdefault(id(e), []).append(f)
         if explains:
-            f.explains = sorted({e.code for e in linked})
+            f.explains = sorted(set(f.explains) | {e.code for e in linked})
     return {id(f): _head(f, causes) for f in findings}
 
 

@@ -36,7 +36,7 @@ def first_failure(ctx: Context) -> Iterable[Finding]:
     torch/distributed/elastic/multiprocessing/errors (ChildFailedError, Root Cause (first observed failure));
     NCCL docs env.rst (NCCL_DEBUG_TIMESTAMP_LEVELS)
     """
-    line = timeline(ctx.case)
+    line = job_timeline(ctx)
     if not line.failures:
         return
     if line.root is not None and line.several:
@@ -45,6 +45,16 @@ def first_failure(ctx: Context) -> Iterable[Finding]:
         yield _unordered(line)
     elif line.lost_peer:
         yield _lost_peer(line)
+
+
+def job_timeline(ctx: Context) -> Timeline:
+    return ctx.once("timeline", lambda c: timeline(c.case))
+
+
+def first_failure_line(ctx: Context) -> Evidence | None:
+    """The line of the failure RUN013 names as the first (its first evidence line), when it names one."""
+    line = job_timeline(ctx)
+    return line.root.evidence if line.root is not None and line.several else None
 
 
 def _rooted(line: Timeline) -> Finding:
