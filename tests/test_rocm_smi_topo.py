@@ -29,6 +29,11 @@ def test_pcie_pairs_are_placed_by_their_numa_nodes_and_their_evidence_is_the_rea
     found = [f for f in analyze(case).findings if f.code == "TOPO001"]
     assert [f.severity for f in found] == ["error", "warning"]
     assert "without xGMI cross the CPU-to-CPU interconnect, SYS: GPU0-1 <-> GPU2-3" in found[0].message
+    # RCCL keeps NCCL's older cutoff: P2P through the CPU on AMD CPUs, host memory on Intel and ARM ones
+    assert (
+        "RCCL copies this traffic through host memory on Intel and ARM CPUs and sends it over P2P" in found[0].message
+    )
+    assert "NCCL" not in found[0].message
     lines = open(PCIE, encoding="utf-8").read().splitlines()
     for evidence in found[0].evidence:
         assert lines[evidence.line - 1].strip() == evidence.text  # each quoted line is the file's own

@@ -55,6 +55,27 @@ def test_gpu_pairs_across_the_sockets_without_nvlink_are_an_error() -> None:
     assert finding.evidence_count == 9  # header + the eight GPU rows
 
 
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [
+        (None, "NCCL uses P2P only up to PXB on Intel and ARM CPUs (from 2.23 on AMD hosts of more than two GPUs too)"),
+        ("2.21.5", "NCCL 2.21.5 uses P2P beyond PXB only on AMD CPUs: on Intel and ARM CPUs this traffic goes"),
+        ("2.27.7", "NCCL 2.27.7 uses P2P only up to PXB (but between the two GPUs of an AMD host), so this traffic"),
+    ],
+)
+def test_what_nccl_does_with_a_far_pair_follows_its_release(tmp_path: Path, version: str | None, said: str) -> None:
+    """NCCL 2.9-2.22 use P2P through the CPU on AMD CPUs and keep it within PXB on Intel and ARM ones; 2.23+ keep it
+    within PXB but between the two GPUs of an AMD host (src/graph/paths.cc, data/nccl_releases.json)."""
+    inputs = [TWO_SWITCHES_SYS]
+    if version:
+        log = tmp_path / "version.log"
+        log.write_text(f"pcie-box:4410:4410 [0] NCCL INFO NCCL version {version}+cuda12.4\n")
+        inputs.append(str(log))
+    finding = only("TOPO001", *inputs)
+    assert said in finding.message, finding.message
+    assert "NCCL does not use P2P beyond PXB" not in finding.message
+
+
 def test_an_nvswitch_matrix_has_no_far_gpu_pairs() -> None:
     assert findings("TOPO001", H100_NVSWITCH_MATRIX) == []
 

@@ -72,7 +72,7 @@ def path_level(value: str) -> str | None:
 def through_the_cpu(value: str) -> bool:
     """A level that lets a path through the CPU (PHB) or between CPU sockets (SYS): beyond NCCL's own cutoff for
     GPUDirect RDMA (PXB; P2C where NCCL_NET_GDR_C2C is on, 2.27+), src/graph/paths.cc ncclTopoCheckGdr, and for
-    P2P between GPUs (PXB; SYS on AMD x86 hosts with at most two GPUs), ncclTopoCheckP2p."""
+    P2P between GPUs on most hosts (ncclTopoCheckP2p, data/nccl_releases.json p2p_within_pxb)."""
     level = path_level(value)
     return level is not None and PATH_TYPES.index(level) >= PATH_TYPES.index("PHB")
 
@@ -83,12 +83,13 @@ GDR_RAISED = (
     "lets GPUDirect RDMA run {path}, beyond NCCL's own GPU-NIC cutoff (PXB): over such a path it is often slower"
     " than staging through host memory, which is why NCCL stops there"
 )
-# NCCL docs, troubleshooting.rst (PCI Access Control Services; IO virtualization): P2P redirected through the root
-# complex costs bandwidth "or even" hangs
+# NCCL's default cutoff by release and CPU: data/nccl_releases.json p2p_within_pxb. NCCL docs, troubleshooting.rst
+# (PCI Access Control Services; IO virtualization): P2P redirected through the root complex costs bandwidth "or even"
+# hangs
 P2P_RAISED = (
-    "lets P2P between GPUs run {path}, beyond the GPU-GPU cutoff NCCL uses by default (PXB; SYS only on AMD hosts"
-    " with at most two GPUs): on many CPUs P2P through the root complex is slower than copies through host memory"
-    " (SHM), and it can hang where the IOMMU or ACS redirects peer traffic, which is why NCCL stops there"
+    "lets P2P between GPUs run {path}, past the PCIe-switch cutoff (PXB) that NCCL keeps by default on Intel and ARM"
+    " CPUs (and from NCCL 2.23 on AMD hosts of more than two GPUs): on many CPUs P2P through the root complex is"
+    " slower than copies through host memory (SHM), and it can hang where the IOMMU or ACS redirects peer traffic"
 )
 
 

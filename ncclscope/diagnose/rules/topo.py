@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from ncclscope.case.topology import NEAR, PCIE_RANK, is_rdma_nic, link
 from ncclscope.common.words import plural
+from ncclscope.diagnose.releases import case_release, has
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.topo_common import (
@@ -42,17 +43,19 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
     that NCCL (and RCCL) print after their topology dump with GRAPH on (`GPU/0-3000 :... GPU/0-d000
     (6/6.0/PHB)`): path type SYS is an error, PHB a warning, each pair with the bandwidth NCCL gives it.
 
-    Why: NCCL uses direct P2P between GPUs only up to PXB (one or more PCIe switches, no host
+    Why: NCCL 2.23+ uses direct P2P between GPUs only up to PXB (one or more PCIe switches, no host
     bridge); beyond that, except SYS on AMD CPUs with at most 2 GPUs, it copies through host memory
-    (SHM), at a few GB/s instead of 12-24 GB/s over a PCIe switch or hundreds over NVLink. The
-    slowest pair sets the pace of a ring, so one far pair slows every collective.
+    (SHM), at a few GB/s instead of 12-24 GB/s over a PCIe switch or hundreds over NVLink. Older releases,
+    and RCCL, do so on Intel and ARM CPUs and use P2P through the CPU elsewhere, at PCIe speed through the
+    root complex. The slowest pair sets the pace of a ring, so one far pair slows every collective.
 
     Fix: Run jobs that need fast intra-node collectives on GPUs of one PCIe switch or one NVLink
     (AMD: xGMI) domain (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES), or on an NVLink/NVSwitch or
     xGMI system; check the BIOS for ACS and IOMMU settings that force traffic through the root
     complex; accept the lower figure otherwise.
 
-    Sources: NCCL src/graph/paths.cc (p2pLevel = PATH_PXB, NVB paths; printNodePaths); sjeaugey in NVIDIA/nccl#766
+    Sources: NCCL src/graph/paths.cc (p2pLevel, NVB paths; printNodePaths; data/nccl_releases.json
+    p2p_within_pxb); sjeaugey in NVIDIA/nccl#766
     (about 6 GB/s through the CPU on Gen3, 12 GB/s through a Gen3 switch); NVIDIA/nccl#1086 (GeForce
     GPUs cannot use P2P)
     """
@@ -79,8 +82,7 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
                 "error",
                 pairs,
                 f"{where(topo)}: GPU pairs without {topo.gpu_link} cross the CPU-to-CPU interconnect, {name}: "
-                f"{pairs_text(pairs)} ({plural(len(pairs), 'pair')}); NCCL does not use P2P beyond PXB, "
-                f"so this traffic goes through host memory{shm_note}",
+                f"{pairs_text(pairs)} ({plural(len(pairs), 'pair')}); {_beyond_pxb(ctx, topo)}{shm_note}",
             )
         near = far["NODE"] | far["PHB"]
         if near:
@@ -91,10 +93,35 @@ def gpu_pair_far(ctx: Context) -> Iterable[Finding]:
                 "warning",
                 near,
                 f"{where(topo)}: GPU pairs without {topo.gpu_link} go through a PCIe host bridge: {'; '.join(parts)} "
-                f"({plural(len(near), 'pair')}); NCCL does not use P2P beyond PXB, so this traffic goes through "
-                f"host memory{shm_note}",
+                f"({plural(len(near), 'pair')}); {_beyond_pxb(ctx, topo)}{shm_note}",
             )
     yield from _far_paths_in_log(ctx)
+
+
+def _beyond_pxb(ctx: Context, topo: TopologyMatrix) -> str:
+    """What the library does with a GPU pair beyond PXB, by its release where the log gives one
+    (data/nccl_releases.json, p2p_within_pxb): NCCL 2.23+ copies it through host memory but on a 2-GPU AMD host;
+    older releases, and RCCL, do only on Intel and ARM CPUs and use P2P through the CPU elsewhere."""
+    if topo.gpu_link == "xGMI":
+        return (
+            "RCCL copies this traffic through host memory on Intel and ARM CPUs and sends it over P2P through the"
+            " root complex on AMD CPUs: either way at PCIe speed through the CPU"
+        )
+    newer, release = has(ctx.case, "p2p_within_pxb"), case_release(ctx.case)
+    name = f"NCCL {'.'.join(map(str, release))}" if release else "NCCL"
+    if newer:
+        return (
+            f"{name} uses P2P only up to PXB (but between the two GPUs of an AMD host), so this traffic goes through"
+            " host memory"
+        )
+    if newer is False:
+        return (
+            f"{name} uses P2P beyond PXB only on AMD CPUs: on Intel and ARM CPUs this traffic goes through host memory"
+        )
+    return (
+        "NCCL uses P2P only up to PXB on Intel and ARM CPUs (from 2.23 on AMD hosts of more than two GPUs too), so"
+        " there this traffic goes through host memory"
+    )
 
 
 # NCCL's path types beyond PXB, as TOPO001 judges them: (type, severity, what the path crosses)
