@@ -44,9 +44,10 @@ def shm_instead_of_p2p(ctx: Context) -> Iterable[Finding]:
 
     Why: SHM copies every chunk through a buffer in host memory: a few GB/s and extra latency, where
     P2P over a PCIe switch gives 12-24 GB/s and NVLink hundreds. A ring is as fast as its slowest
-    hop. NCCL picks SHM when the GPUs are too far apart (beyond PXB: across the CPU sockets or host
-    bridges), when P2P fails between them (ACS/IOMMU, GeForce cards, containers without IPC), or
-    when NCCL_P2P_DISABLE / NCCL_P2P_LEVEL forbid it.
+    hop. NCCL picks SHM when the GPUs are too far apart (beyond PXB, across the CPU sockets or host
+    bridges: on Intel and ARM CPUs, and from NCCL 2.23 on most AMD hosts too), when P2P fails between
+    them (ACS/IOMMU, GeForce cards, containers without IPC), or when NCCL_P2P_DISABLE / NCCL_P2P_LEVEL
+    forbid it.
 
     Fix: Unset NCCL_P2P_DISABLE and NCCL_P2P_LEVEL if set; check `nvidia-smi topo -m` for the pairs
     (TOPO001) and `nvidia-smi topo -p2p r`; disable PCI ACS in the BIOS (or with setpci) on bare
