@@ -187,6 +187,12 @@ def _spec_notes(facts: RunFacts, exp: Expectation, ratio: float) -> list[str]:
     return notes
 
 
+def _gpu_name(facts: RunFacts) -> str:
+    """The GPUs as the run's device lines name them (one model) when ncclscope has no figures for it."""
+    names = {d.name for d in facts.run.devices} if facts.run else set()
+    return f"{next(iter(names))} GPUs" if len(names) == 1 else "unknown GPUs"
+
+
 def _multi_host_notes(facts: RunFacts) -> list[str]:
     hosts, n = facts.hosts or 1, facts.nranks or 0
     if hosts < 2 or facts.collective != "all_reduce" or n < 2:
@@ -205,7 +211,7 @@ def _multi_host_notes(facts: RunFacts) -> list[str]:
 
 
 def _where(facts: RunFacts) -> str:
-    model = facts.spec.key if facts.spec else "CPU processes" if facts.run and cpu_run(facts.run) else "unknown GPUs"
+    model = facts.spec.key if facts.spec else "CPU processes" if facts.run and cpu_run(facts.run) else _gpu_name(facts)
     hosts = facts.hosts
     if facts.nranks and hosts and hosts > 1 and facts.gpus_per_host:
         return f"{hosts} hosts x {facts.gpus_per_host} {model} ({facts.nranks} ranks)"

@@ -75,6 +75,18 @@ def test_healthy_all_gather_is_judged_against_the_ring_figure() -> None:
     assert judgement.algorithm == "ring" and judgement.expected_busbw == 370
 
 
+def test_a_run_on_gpus_without_reference_figures_names_them_from_its_device_lines(tmp_path) -> None:
+    """The device lines name the model: the verdict says which GPUs ran, not 'unknown GPUs', and why it cannot
+    judge them (corpus nccltests-d706, two GeForce RTX 2080 Ti)."""
+    text = (REPO / HEALTHY_ALL_GATHER).read_text(encoding="utf-8").replace("NVIDIA H100 80GB HBM3", "NVIDIA RTX A4000")
+    log = tmp_path / "a4000.txt"
+    log.write_text(text, encoding="utf-8")
+    judgement = analyze(read_case([str(log)], jobs=1).case).bandwidth[0]
+    assert judgement.verdict.startswith("all_gather on 8x NVIDIA RTX A4000 GPUs, 1 host: peak busbw"), judgement.verdict
+    assert "no reference figures for 'NVIDIA RTX A4000'" in judgement.verdict
+    assert "unknown GPUs" not in judgement.verdict
+
+
 def test_one_rank_run_is_not_judged() -> None:
     assert findings("BW001", ONE_RANK) == []
     assert findings("BW002", ONE_RANK) == []
