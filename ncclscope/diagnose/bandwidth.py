@@ -190,7 +190,7 @@ def _spec_notes(facts: RunFacts, exp: Expectation, ratio: float) -> list[str]:
 def _gpu_name(facts: RunFacts) -> str:
     """The GPUs as the run's device lines name them (one model) when ncclscope has no figures for it."""
     names = {d.name for d in facts.run.devices} if facts.run else set()
-    return f"{next(iter(names))} GPUs" if len(names) == 1 else "unknown GPUs"
+    return next(iter(names)) if len(names) == 1 else "unknown GPUs"
 
 
 def _multi_host_notes(facts: RunFacts) -> list[str]:

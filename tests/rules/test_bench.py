@@ -82,7 +82,7 @@ def test_a_run_on_gpus_without_reference_figures_names_them_from_its_device_line
     log = tmp_path / "a4000.txt"
     log.write_text(text, encoding="utf-8")
     judgement = analyze(read_case([str(log)], jobs=1).case).bandwidth[0]
-    assert judgement.verdict.startswith("all_gather on 8x NVIDIA RTX A4000 GPUs, 1 host: peak busbw"), judgement.verdict
+    assert judgement.verdict.startswith("all_gather on 8x NVIDIA RTX A4000, 1 host: peak busbw"), judgement.verdict
     assert "no reference figures for 'NVIDIA RTX A4000'" in judgement.verdict
     assert "unknown GPUs" not in judgement.verdict
 

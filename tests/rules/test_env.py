@@ -313,3 +313,24 @@ def test_a_p2p_level_past_nccls_cutoff_is_said_to_widen_p2p_not_to_cap_it(
     assert ("between CPU sockets (SYS)" in found.message) == (value in ("SYS", "4"))
     assert knob_effects(KNOBS["NCCL_P2P_LEVEL"], value) == (("BW001",) if raised else ())
     assert knob_effects(KNOBS["NCCL_P2P_LEVEL"], "LOC") == ("TOPO004", "BW001")  # LOC switches P2P off
+
+
+@pytest.mark.parametrize(("ranks", "severity"), [(1, "info"), (2, "warning")])
+def test_a_transport_switched_off_for_a_one_gpu_job_changes_nothing_and_is_told_as_info(
+    tmp_path: Path, ranks: int, severity: str
+) -> None:
+    """A one-GPU nccl-tests run (corpus mixed-d309, an integrated GPU with NCCL_NVLS_ENABLE=0): nothing leaves the
+    GPU, so no transport between GPUs can matter here; with two ranks the same setting keeps its warning."""
+    text = (REPO / "fixtures/nccl_tests/one_rank_busbw_zero.txt").read_text(encoding="utf-8")
+    if ranks == 2:
+        device = next(line for line in text.splitlines() if line.startswith("#  Rank  0"))
+        second = device.replace("Rank  0", "Rank  1").replace("device  0 [0000:01:00]", "device  1 [0000:02:00]")
+        text = text.replace(device, f"{device}\n{second}").replace("nGpus 1", "nGpus 2")
+    run = tmp_path / "run.txt"
+    run.write_text(
+        f"$ NCCL_NVLS_ENABLE=0 NCCL_P2P_DISABLE=1 ./build/all_reduce_perf -g {ranks}\n{text}", encoding="utf-8"
+    )
+    found = {f.message.split("=")[0]: f for f in findings_of("ENV001", str(run))}
+    for name in ("NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE"):
+        assert found[name].severity == severity, found[name].message
+        assert ("a one-GPU job, where nothing leaves the GPU" in found[name].message) == (ranks == 1)

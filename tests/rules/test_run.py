@@ -351,3 +351,19 @@ def test_a_chain_that_ends_in_a_warn_level_line_is_told_with_the_warn_it_follows
     alone = tmp_path / "alone.log"
     alone.write_text(f"{head} proxy.cc:979 NCCL WARN proxy.cc:979 -> 3 [Progress Thread]\n")
     assert len(findings(str(alone), "RUN005")) == 1
+
+
+def test_nvml_warns_of_one_cause_are_one_finding(tmp_path: Path) -> None:
+    """An integrated GPU answers no NVML call: the P2P query and the device lookup fail alike (corpus mixed-d309).
+    One RUN005 tells both, a warning since NCCL goes on, instead of one finding per call."""
+    log = tmp_path / "tegra.log"
+    log.write_text(
+        "[2026-02-24 10:44:30] orin-01:5120:5120 [0] misc/nvmlwrap.cc:164 NCCL WARN nvmlDeviceGetP2PStatus(0,0,"
+        "NVML_P2P_CAPS_INDEX_READ) failed: Not Supported\n"
+        "[2026-02-24 10:44:30] orin-01:5120:5120 [0] init.cc:471 NCCL WARN Failed to find nvml device for busId "
+        "0000:00:00.0. This may affect performance.\n",
+        encoding="utf-8",
+    )
+    (found,) = findings(str(log), "RUN005")
+    assert found.severity == "warning" and found.evidence_count == 2
+    assert "and 1 other NVML WARN on orin-01, 2 lines; NVML could not answer" in found.message

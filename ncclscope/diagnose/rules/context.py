@@ -148,6 +148,18 @@ class Context:
         return bool(comms) and all(c.nranks == 1 for c in comms)
 
     @cached_property
+    def one_gpu(self) -> bool:
+        """The inputs show a one-GPU job: communicators or benchmark runs, each of one rank, and no connection
+        between GPUs. Every transport between GPUs and hosts is then idle."""
+        case = self.case
+        comms, runs = case.communicators, case.benchmarks
+        if not comms and not runs or case.connections.total:
+            return False
+        return all(c.nranks == 1 for c in comms) and all(
+            (run.nranks or len(run.devices) or 0) == 1 and (run.ngpus or 1) == 1 for run in runs
+        )
+
+    @cached_property
     def hosts(self) -> list[str]:
         """Hosts of the job: from the log, else from nccl-tests device lines."""
         names = [h.name for h in self.case.hosts if h.name]

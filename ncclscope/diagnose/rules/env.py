@@ -254,6 +254,11 @@ def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
     note = f" ({knob.note})" if knob.note else ""
     if knob.off is not None and knob.off(s.value):
         note = f" ({knob.off_note})" if knob.off_note else ""
+        if knob.feature is not None and ctx.one_gpu:
+            return "info", (
+                f"{head} {knob.what}{note}: a one-GPU job, where nothing leaves the GPU, so it changes nothing here;"
+                " unset it before the job runs on several GPUs"
+            )
         if knob.feature == "rdma" and ctx.single_host:
             return "warning", (
                 f"{head} {knob.what}{note}: this is a single-host job, whose intra-node traffic (P2P/SHM) does not"

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from itertools import groupby
 
+from ncclscope.common.words import plural
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.error_strings import RESULT_ADVICE, nccl_result
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -55,6 +56,8 @@ KIND_HINTS = {
     "shared_mem_limit": "NCCL's kernels need more shared memory than this GPU gives: an NCCL build that predates"
     " the GPU; upgrade NCCL",
 }
+# kinds whose WARNs make one finding whatever their text: one cause, told once (an integrated GPU: NVML answers no call)
+TOLD_TOGETHER = {"nvml_failure": "NVML WARN"}
 # WARNs that say an operation failed and NCCL returned the error: the job breaks (the others may go on)
 FAILED_KINDS = frozenset(
     {
@@ -144,7 +147,7 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
     }
     groups: dict[str, list[NcclMessage]] = defaultdict(list)
     for w in warns:
-        groups[_shape(w.message)].append(w)
+        groups[f"kind {w.kind}" if w.kind in TOLD_TOGETHER else _shape(w.message)].append(w)
     # where each process's communicator was aborted (`socketProgressOpt: abort called`): its proxy's WARNs after
     # that are the teardown's, not a failure of their own
     aborted: dict[tuple, int] = {}
@@ -161,7 +164,11 @@ def nccl_warning(ctx: Context) -> Iterable[Finding]:
         traces = [t for t in (chain_of[w.evidence.source, w.evidence.line] for w in msgs) if t]
         where = f"{first.file}:{first.file_line}" if first.file and first.file_line else (first.file or "")
         text = first.message if len(first.message) <= 200 else first.message[:197] + "..."
-        message = f"NCCL WARN `{text}`{f' ({where})' if where else ''} on {hosts_text(msgs)}, {lines_text(len(msgs))}"
+        others = len({_shape(w.message) for w in msgs}) - 1
+        more = f" and {plural(others, 'other ' + TOLD_TOGETHER[first.kind])}" if others else ""
+        message = (
+            f"NCCL WARN `{text}`{f' ({where})' if where else ''}{more} on {hosts_text(msgs)}, {lines_text(len(msgs))}"
+        )
         message += chain_summary(traces)
         hint = _hint(first, failures)
         if teardown:
