@@ -224,6 +224,26 @@ def test_net003_flags_a_docker0_bootstrap_with_the_same_address_on_both_hosts() 
     assert 1 in lines(finding)  # NCCL_SOCKET_IFNAME set by environment to docker0
 
 
+def test_net003_tells_a_veth_used_for_bootstrap_and_net_socket_once(tmp_path: Path) -> None:
+    """One interface, two uses on one host: one finding naming both (corpus nccl-log-d412 told the same veth as two
+    root causes, one per use)."""
+    log = tmp_path / "veth.log"
+    veth = "vethb71e0c2:fe80::9c41:2aff:fe10:5b1%vethb71e0c2<0>"
+    log.write_text(
+        f"trainer-0:811:811 [0] NCCL INFO Bootstrap : Using eno1:10.8.0.11<0> {veth}\n"
+        "trainer-0:811:811 [0] NCCL INFO NET/IB : No device found.\n"
+        f"trainer-0:811:811 [0] NCCL INFO NET/Socket : Using [0]eno1:10.8.0.11<0> [1]{veth}\n"
+        "trainer-1:944:944 [0] NCCL INFO Bootstrap : Using eno1:10.8.0.12<0>\n",
+        encoding="utf-8",
+    )
+    (finding,) = findings_of("NET003", str(log))
+    assert finding.message.startswith(
+        "bootstrap/out-of-band traffic and NET/Socket use vethb71e0c2 (a container's virtual ethernet pair"
+    ), finding.message
+    assert "on trainer-0 (NET/Socket besides eno1); NCCL_SOCKET_IFNAME is not set" in finding.message
+    assert lines(finding) == [1, 3]
+
+
 def test_net003_flags_docker0_in_the_socket_list_of_the_demo() -> None:
     (finding,) = findings(DEMO, "NET003")
     assert finding.severity == "warning"

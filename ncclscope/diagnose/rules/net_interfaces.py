@@ -36,6 +36,7 @@ SUSPICIOUS_INTERFACES: tuple[tuple[tuple[str, ...], bool, str, str], ...] = (
 )
 MANY_INTERFACES = 3
 ROLES = {"bootstrap": "bootstrap/OOB", "oob": "bootstrap/OOB", "socket": "NET/Socket"}
+ROLE_TEXT = {"bootstrap/OOB": "bootstrap/out-of-band traffic", "NET/Socket": "NET/Socket"}
 
 
 def interface_kind(name: str) -> tuple[str, str] | None:
@@ -110,13 +111,19 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
     severity: Severity = "info" if ctx.single_host else "warning"
     single = "; harmless while the job stays on one host" if ctx.single_host else ""
     unset = "" if ifname else "; NCCL_SOCKET_IFNAME is not set"
-    role_text = {"NET/Socket": "NET/Socket uses", "bootstrap/OOB": "bootstrap/out-of-band traffic uses"}
     covered: set[str] = set()
-    groups = sorted(found.items(), key=lambda item: (item[0][1] != "bootstrap/OOB", item[0]))
-    for (kind, role), per_host in groups:
-        hosts = [h for h in per_host if h]
-        ifaces = list(dict.fromkeys(i for h in per_host.values() for i in h))
-        evidence = [e for h in per_host.values() for lines in h.values() for e in lines]
+    # one finding per kind of interface: the roles it serves are told together (bootstrap and NET/Socket on one veth)
+    by_kind: dict[str, dict[str, dict[str, dict[str, list[Evidence]]]]] = defaultdict(dict)
+    for (kind, role), per_host_of_role in found.items():
+        by_kind[kind][role] = per_host_of_role
+    for kind, roles in sorted(by_kind.items()):
+        ordered = sorted(roles, key=lambda role: role != "bootstrap/OOB")
+        hosts = list(dict.fromkeys(h for role in ordered for h in roles[role] if h))
+        ifaces = list(dict.fromkeys(i for role in ordered for h in roles[role].values() for i in h))
+        evidence: list[Evidence] = []
+        for e in (e for role in ordered for h in roles[role].values() for lines in h.values() for e in lines):
+            if e not in evidence:
+                evidence.append(e)
         description = next(d for _, _, k, d in SUSPICIOUS_INTERFACES if k == kind)
         where = f" on {names(hosts)}" if hosts else ""
         notes = [
@@ -133,14 +140,19 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
             )
             covered.update(sel for sel in selected if any(_ifname_matches(i, sel) for i in chosen))
         others = ""
-        if role == "NET/Socket":
-            rest = [
-                u.name
-                for u in ctx.case.interfaces
-                if u.role == "socket" and u.host in per_host and u.name not in ifaces
-            ]
-            others = f" besides {names(dict.fromkeys(rest))}" if rest else ""
-        message = f"{role_text[role]} {names(ifaces)} ({description}){where}{others}"
+        if "NET/Socket" in roles:
+            socket_hosts = roles["NET/Socket"]
+            rest = [u.name for u in ctx.case.interfaces if u.role == "socket" and u.host in socket_hosts]
+            rest = [name for name in rest if name not in ifaces]
+            besides = f"besides {names(dict.fromkeys(rest))}"
+            others = "" if not rest else f" {besides}" if len(roles) == 1 else f" (NET/Socket {besides})"
+        used = {role: list(dict.fromkeys(i for h in roles[role].values() for i in h)) for role in ordered}
+        if len({tuple(v) for v in used.values()}) == 1:
+            users = " and ".join(ROLE_TEXT[role] for role in ordered)
+            message = f"{users} {'use' if len(ordered) > 1 else 'uses'} {names(ifaces)} ({description}){where}{others}"
+        else:
+            told = "; ".join(f"{ROLE_TEXT[role]} uses {names(used[role])}" for role in ordered)
+            message = f"{told} ({description}){where}{others}"
         message += "".join(f"; {n}" for n in notes) + unset + single
         yield make_finding(
             "NET003",
