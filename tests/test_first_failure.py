@@ -180,22 +180,24 @@ def _cqe(stamp: str, host: str, pid: int) -> str:
     )
 
 
+def _timeline_of(tmp_path: Path, lines: list[str]):  # type: ignore[no-untyped-def]
+    """The analysis of a log of these lines, and its RUN013."""
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    analysis = analysis_of(str(log))
+    return analysis, next(f for f in analysis.findings if f.code == "RUN013")
+
+
 def test_a_completion_error_that_came_first_heads_its_timeline_and_its_warns(tmp_path: Path) -> None:
     """RUN013 names the completion error on rack1-07 as the first failure: NET005, which reads that very line and
     says what it means, is the root cause; RUN013 (it came first, then the peer's) and the CQE WARNs of the same
     failure (RUN005) are its story, not causes beside it."""
-    log = tmp_path / "two_hosts.log"
-    log.write_text(
-        "\n".join([
-            _cqe("2026-03-04 10:46:33", "rack1-07", 31200),
-            _completion("2026-03-04 10:46:33", "rack1-07", 31200, "10.20.0.9", "mlx5_1"),
-            _cqe("2026-03-04 10:46:35", "rack1-09", 28800),
-            _completion("2026-03-04 10:46:35", "rack1-09", 28800, "10.20.0.7", "mlx5_0"),
-        ])
-        + "\n"
-    )  # fmt: skip
-    analysis = analysis_of(str(log))
-    first = next(f for f in analysis.findings if f.code == "RUN013")
+    analysis, first = _timeline_of(tmp_path, [
+        _cqe("2026-03-04 10:46:33", "rack1-07", 31200),
+        _completion("2026-03-04 10:46:33", "rack1-07", 31200, "10.20.0.9", "mlx5_1"),
+        _cqe("2026-03-04 10:46:35", "rack1-09", 28800),
+        _completion("2026-03-04 10:46:35", "rack1-09", 28800, "10.20.0.7", "mlx5_0"),
+    ])  # fmt: skip
     assert first.message.startswith("first failure: NCCL WARN NET/IB: Got completion from peer 10.20.0.9")
     head = analysis.findings[0]
     assert (head.code, head.hosts, head.root_cause) == ("NET005", ["rack1-07"], True)
@@ -207,17 +209,11 @@ def test_a_completion_error_that_came_first_heads_its_timeline_and_its_warns(tmp
 def test_a_completion_error_that_follows_another_ranks_crash_does_not_head_the_timeline(tmp_path: Path) -> None:
     """The same completion error, one second after a CUDA error on the peer's host: RUN013 names the CUDA error, so
     NET005 (the fallout of the peer's crash) is not the diagnosis of the first failure."""
-    log = tmp_path / "crash_then_retry.log"
-    log.write_text(
-        "\n".join([
-            "[2026-03-04 10:46:32] rack1-09:28800:28800 [1] enqueue.cc:1581 NCCL WARN Cuda failure 'an illegal memory"
-            " access was encountered'",
-            _completion("2026-03-04 10:46:33", "rack1-07", 31200, "10.20.0.9", "mlx5_1"),
-        ])
-        + "\n"
-    )  # fmt: skip
-    analysis = analysis_of(str(log))
-    first = next(f for f in analysis.findings if f.code == "RUN013")
+    analysis, first = _timeline_of(tmp_path, [
+        "[2026-03-04 10:46:32] rack1-09:28800:28800 [1] enqueue.cc:1581 NCCL WARN Cuda failure 'an illegal memory"
+        " access was encountered'",
+        _completion("2026-03-04 10:46:33", "rack1-07", 31200, "10.20.0.9", "mlx5_1"),
+    ])  # fmt: skip
     assert first.message.startswith("first failure: NCCL WARN Cuda failure")
     net005 = next(f for f in analysis.findings if f.code == "NET005")
     assert "RUN013" not in net005.explains and "NET005" not in first.related
