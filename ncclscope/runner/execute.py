@@ -91,17 +91,25 @@ def run_step(
             stderr.write_text(f"ncclscope: cannot start {argv[0]}: {exc.strerror or exc}\n", encoding="utf-8")
             stdout.write_bytes(b"")
             said = Evidence(source=stderr.name, line=1, text=stderr.read_text().strip())
-            return StepOutcome("failed", None, 0.0, [said], interrupts.requested())
+            return StepOutcome("failed", None, 0.0, [said], _taken_request())
         try:
             status = _follow(child, out, err, start, timeout_s, on_size, on_tick)
         except BaseException:  # a second Ctrl-C: leave now, but not with the child still running
             _signal_group(child, signal.SIGKILL)
             raise
+        stop_signal = _taken_request()
     code = child.returncode
     if status == "ok" and code != 0:
         status = "failed"
     tail = out.evidence() + err.evidence() if status != "ok" else []
-    return StepOutcome(status, code, time.monotonic() - start, tail, interrupts.requested())
+    return StepOutcome(status, code, time.monotonic() - start, tail, stop_signal)
+
+
+def _taken_request() -> int | None:
+    """The stop request of this step, if any; forgotten here so that nothing read later stops on it."""
+    stop_signal = interrupts.requested()
+    interrupts.reset()
+    return stop_signal
 
 
 def _follow(
