@@ -119,7 +119,8 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
     for kind, roles in sorted(by_kind.items()):
         ordered = sorted(roles, key=lambda role: role != "bootstrap/OOB")
         hosts = list(dict.fromkeys(h for role in ordered for h in roles[role] if h))
-        ifaces = list(dict.fromkeys(i for role in ordered for h in roles[role].values() for i in h))
+        used = {role: list(dict.fromkeys(i for h in roles[role].values() for i in h)) for role in ordered}
+        ifaces = list(dict.fromkeys(i for role in ordered for i in used[role]))
         evidence: list[Evidence] = []
         for e in (e for role in ordered for h in roles[role].values() for lines in h.values() for e in lines):
             if e not in evidence:
@@ -146,7 +147,6 @@ def suspicious_interface(ctx: Context) -> Iterable[Finding]:
             rest = [name for name in rest if name not in ifaces]
             besides = f"besides {names(dict.fromkeys(rest))}"
             others = "" if not rest else f" {besides}" if len(roles) == 1 else f" (NET/Socket {besides})"
-        used = {role: list(dict.fromkeys(i for h in roles[role].values() for i in h)) for role in ordered}
         if len({tuple(v) for v in used.values()}) == 1:
             users = " and ".join(ROLE_TEXT[role] for role in ordered)
             message = f"{users} {'use' if len(ordered) > 1 else 'uses'} {names(ifaces)} ({description}){where}{others}"
