@@ -367,3 +367,23 @@ def test_nvml_warns_of_one_cause_are_one_finding(tmp_path: Path) -> None:
     (found,) = findings(str(log), "RUN005")
     assert found.severity == "warning" and found.evidence_count == 2
     assert "and 1 other NVML WARN on orin-01, 2 lines; NVML could not answer" in found.message
+
+
+def test_the_proxy_services_warns_of_one_breakage_are_one_finding(tmp_path: Path) -> None:
+    """The proxy service's socket to a local rank broke: its accept, its receive and the operation it could not
+    finish each print a WARN (corpus nccl-log-d403: three "Problem" lines for one event). One RUN005 tells them,
+    with the chain's result, and every line stays in its evidence."""
+    log = tmp_path / "proxy.log"
+    log.write_text(
+        "node7:3301:3390 [0] proxy.cc:1458 NCCL WARN [Service thread] Accept failed Resource temporarily unavailable\n"
+        "node7:3301:3390 [0] NCCL INFO misc/socket.cc:826 -> 3\n"
+        "node7:3301:3390 [0] proxy.cc:1497 NCCL WARN [Service thread] Could not receive type from localRank 0, res=3,"
+        " closed=0\n"
+        "node7:3301:3390 [0] proxy.cc:1521 NCCL WARN [Proxy Service 0] Failed to execute operation Close from rank 0,"
+        " retcode 3\n",
+        encoding="utf-8",
+    )
+    (found,) = findings(str(log), "RUN005")
+    assert found.evidence_count == 3 and found.severity == "error"
+    assert found.message.startswith("NCCL WARN `[Service thread] Accept failed Resource temporarily unavailable`")
+    assert "and 2 other proxy WARNs on node7, 3 lines; propagated as InternalError (3)" in found.message

@@ -56,8 +56,9 @@ KIND_HINTS = {
     "shared_mem_limit": "NCCL's kernels need more shared memory than this GPU gives: an NCCL build that predates"
     " the GPU; upgrade NCCL",
 }
-# kinds whose WARNs make one finding whatever their text: one cause, told once (an integrated GPU: NVML answers no call)
-TOLD_TOGETHER = {"nvml_failure": "NVML WARN"}
+# kinds whose WARNs make one finding whatever their text: one cause, told once (an integrated GPU: NVML answers no
+# call; the proxy service's socket to a rank broke: its accept, receive and operation WARNs follow one another)
+TOLD_TOGETHER = {"nvml_failure": "NVML WARN", "proxy_failure": "proxy WARN"}
 # WARNs that say an operation failed and NCCL returned the error: the job breaks (the others may go on)
 FAILED_KINDS = frozenset(
     {
