@@ -45,6 +45,12 @@ def number_ranges(numbers: Iterable[int], separator: str = ",") -> str:
     return separator.join(str(a) if a == b else f"{a}-{b}" for a, b in number_runs(numbers))
 
 
+def ranks_named(ranks: Iterable[int]) -> str:
+    """'rank 3', 'ranks 0-3, 7': ranks with their noun ('ranks ?' when none is known)."""
+    listed = sorted(set(ranks))
+    return f"rank{'' if len(listed) == 1 else 's'} {number_ranges(listed, ', ') or '?'}"
+
+
 def plural(count: int, word: str) -> str:
     """'1 host', '2 hosts', '3 processes': a count with its noun (regular plurals: -es after s, x, ch, sh)."""
     if count == 1:

@@ -22,10 +22,10 @@ from ncclscope.case.hang_progress import (
     group_name,
     position,
 )
+from ncclscope.common.words import number_ranges, ranks_named
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.job_collectives import job_stragglers
 from ncclscope.diagnose.rules.registry import make_finding, rule
-from ncclscope.diagnose.rules.version import rank_text
 from ncclscope.model import Evidence, Finding, FlightRecorderEntry, GroupProgress, RankProgress, Severity
 
 # collectives whose input tensors have the same shape on every rank (the others split unevenly)
@@ -34,10 +34,6 @@ SAME_SHAPE = {
     "_allgather_base", "allgather_into_tensor_coalesced", "reduce_scatter", "_reduce_scatter_base",
     "reduce_scatter_tensor_coalesced", "barrier",
 }  # fmt: skip
-
-
-def _ranks_word(ranks: list[int]) -> str:
-    return f"rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks)}"
 
 
 def _hosts(items: Iterable[RankProgress]) -> list[str]:
@@ -109,7 +105,7 @@ def _desync_lagging(ctx: Context) -> Iterable[Finding]:
         if key in seen:
             continue  # every rank's watchdog prints the same report
         seen.add(key)
-        who = _ranks_word(e.ranks)
+        who = ranks_named(e.ranks)
         if e.kind == "desync_not_joined":
             parts.append(f"{who} finished collective #{e.seq} but never joined #{e.next_seq}")
         elif e.kind == "desync_unfinished":
@@ -152,14 +148,14 @@ def _fr_trace_missing(ctx: Context) -> Iterable[Finding]:
             group = f" of process group {report.group}" if report.group else ""
             expected = f" of the {report.expected_ranks} expected" if report.expected_ranks else ""
             message = (
-                f"{_ranks_word(report.missing_ranks)}{expected}{group} never joined {where}, {what}"
+                f"{ranks_named(report.missing_ranks)}{expected}{group} never joined {where}, {what}"
                 f"{f' ({detail})' if detail else ''}, as PyTorch's Flight Recorder analyzer (fr_trace) reports: the"
                 " other ranks wait in it"
             )
         else:
             message = (
-                f"{_ranks_word(report.missing_ranks)} never joined entry {report.seq} ({what}"
-                f"{f', {detail}' if detail else ''}) that {_ranks_word(report.present_ranks)} entered, in the"
+                f"{ranks_named(report.missing_ranks)} never joined entry {report.seq} ({what}"
+                f"{f', {detail}' if detail else ''}) that {ranks_named(report.present_ranks)} entered, in the"
                 " side-by-side view of PyTorch's Flight Recorder analyzer (fr_trace): the other ranks wait in it"
             )
         yield make_finding(
@@ -195,9 +191,10 @@ def _missing_finding(
     missing = [r.rank for r in behind]
     waiting = [r.rank for r in leaders]
     what = leaders[0].operation or "a collective"
+    listed = number_ranges(sorted(set(waiting)), ", ")
     message = (
-        f"{_ranks_word(missing)} of {group_name(progress)} never entered {what} ({position(progress, top)})"
-        f" that {len(waiting)} rank{'s' if len(waiting) != 1 else ''} ({rank_text(waiting)}) wait in"
+        f"{ranks_named(missing)} of {group_name(progress)} never entered {what} ({position(progress, top)})"
+        f" that {len(waiting)} rank{'s' if len(waiting) != 1 else ''} ({listed}) wait in"
     )
     hosts = _hosts(behind)
     if hosts:
@@ -210,10 +207,10 @@ def _missing_finding(
     silent = [r.rank for r in behind if r.entered is None]
     if silent:
         message += (
-            f"; {_ranks_word(silent)} show no {'collective' if progress.via != 'coll_lines' else 'COLL line'} at all"
+            f"; {ranks_named(silent)} show no {'collective' if progress.via != 'coll_lines' else 'COLL line'} at all"
         )
     if progress.missing and progress.via == "flight_recorder":
-        message += f"; no dump from {_ranks_word([m.rank for m in progress.missing])}"
+        message += f"; no dump from {ranks_named([m.rank for m in progress.missing])}"
     message += f" (from {VIA[progress.via]})"
     evidence = _evidence(behind) + _evidence(leaders[:2])
     return make_finding(
@@ -236,7 +233,7 @@ def _ras_missing(ctx: Context) -> Iterable[Finding]:
             hosts = _hosts(comm.missing)
             states = sorted({m.status for m in comm.missing if m.status and m.status != "missing"})
             message = (
-                f"{_ranks_word(ranks)} of communicator {comm.hash or comm.id}"
+                f"{ranks_named(ranks)} of communicator {comm.hash or comm.id}"
                 f"{f' ({comm.size} ranks)' if comm.size else ''} gave RAS no data"
                 f"{' (' + ', '.join(states) + ')' if states else ''}: the others cannot complete a collective without"
                 f" {'it' if len(ranks) == 1 else 'them'}"
@@ -323,7 +320,7 @@ def collective_mismatch(ctx: Context) -> Iterable[Finding]:
         for _, ranks in ordered:
             entry = calls[ranks[0]]
             where = f" at {entry.called_at}" if entry.called_at else ""
-            parts.append(f"{_ranks_word(ranks)} called {describe(entry)}{where}")
+            parts.append(f"{ranks_named(ranks)} called {describe(entry)}{where}")
         minority = [r for _, ranks in ordered[1:] for r in ranks]
         members = flight_recorder_members(ctx.case.flight_records, group)
         message = (
@@ -380,7 +377,7 @@ def ranks_behind(ctx: Context) -> Iterable[Finding]:
             total = progress.size
         message = (
             f"{group_name(progress)}: {len(behind)} of {total} ranks are behind"
-            f" ({len(leaders)} at {position(progress, top)}); slowest {_ranks_word([r.rank for r in slowest])}"
+            f" ({len(leaders)} at {position(progress, top)}); slowest {ranks_named([r.rank for r in slowest])}"
             f" at {position(progress, slowest_count)}"
         )
         hosts = _hosts(slowest)
@@ -389,7 +386,7 @@ def ranks_behind(ctx: Context) -> Iterable[Finding]:
         if all(r.state == "timed out" for r in slowest):
             message += ", where they timed out waiting themselves"
         if unseen:
-            message += f"; {_ranks_word(unseen)} printed no watchdog line"
+            message += f"; {ranks_named(unseen)} printed no watchdog line"
         if any(r.evidence is not None and r.evidence.source in cut for r in leaders + behind):
             message += "; the input was cut, so this may only be where the lines stop"
         message += f" (from {VIA[progress.via]})"
@@ -420,7 +417,7 @@ def _ras_behind(ctx: Context) -> Iterable[Finding]:
                 spread = ", ".join(f"{n} at {c}" for c, n in sorted(counts.items(), reverse=True))
                 message = f"communicator {comm.hash or comm.id}: ranks launched different numbers of {what} ({spread})"
                 if slowest:
-                    message += f"; slowest {_ranks_word([r.rank for r in slowest])}"
+                    message += f"; slowest {ranks_named([r.rank for r in slowest])}"
                     hosts = _hosts(slowest)
                     if hosts:
                         message += f" on {', '.join(hosts)}"

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from ncclscope.common.words import ranks_named
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.run_init import input_cut
-from ncclscope.diagnose.rules.version import rank_text
 from ncclscope.model import Finding, FrameworkEvent
 
 
@@ -85,10 +85,7 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
     for (op, seq), items in groups:
         ranks = ranks_of[(op, seq)]
         numel = f", {items[0].numel_in} elements" if items[0].numel_in else ""
-        parts.append(
-            f"{op} ({f'SeqNum {seq}' if seq is not None else 'no SeqNum'}{numel})"
-            f" on rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks) or '?'}"
-        )
+        parts.append(f"{op} ({f'SeqNum {seq}' if seq is not None else 'no SeqNum'}{numel}) on {ranks_named(ranks)}")
         progress = sorted(
             {(e.last_enqueued, e.last_completed) for e in status if e.seq == seq and e.last_completed is not None}
         )
@@ -114,7 +111,7 @@ def watchdog_timeout(ctx: Context) -> Iterable[Finding]:
         )
     if silent:
         message += (
-            f"; rank{'s' if len(silent) != 1 else ''} {rank_text(silent)} of {world} reported no timeout:"
+            f"; {ranks_named(silent)} of {world} reported no timeout:"
             " look there first (never joined, crashed or stuck elsewhere)"
         )
         cut, _ = input_cut(ctx, {e.evidence.source for e in ctx.case.framework})
@@ -155,7 +152,7 @@ def _watchdog_without_timeout(ctx: Context) -> Iterable[Finding]:
     if stuck:
         ranks = sorted({e.rank for e in stuck if e.rank is not None})
         seconds = max((e.stuck_s for e in stuck if e.stuck_s), default=None)
-        where = f"rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks) or '?'}"
+        where = ranks_named(ranks)
         message = (
             f"PyTorch's heartbeat monitor found the ProcessGroupNCCL watchdog stuck"
             f"{f' for {seconds} s' if seconds else ''} on {where}"
@@ -180,7 +177,7 @@ def _watchdog_without_timeout(ctx: Context) -> Iterable[Finding]:
         )
         message = (
             f"PyTorch's watchdog detected a failed or timed-out collective at work {first.seq}{progress} on"
-            f" rank{'s' if len(ranks) != 1 else ''} {rank_text(ranks) or '?'}: the collective did not finish; the"
+            f" {ranks_named(ranks)}: the collective did not finish; the"
             " line that names it (OpType, timeout) is not in the input"
         )
         yield make_finding("RUN006", "error", message, evidence=shown(e.evidence for e in status),

@@ -6,11 +6,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ncclscope.common.words import plural
+from ncclscope.common.words import plural, ranks_named
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.diagnose.rules.run import covered_lines
-from ncclscope.diagnose.rules.version import host_list, rank_text
+from ncclscope.diagnose.rules.version import host_list
 from ncclscope.model import CommRank, Communicator, Finding, Severity
 
 
@@ -77,7 +77,7 @@ def init_incomplete(ctx: Context) -> Iterable[Finding]:
         if init.stuck and cut and stops and not init.completed:
             ctx.cannot_judge(
                 "RUN001",
-                f"{head}: ranks {rank_text([r.rank for r in init.stuck])} logged Init START and the input ({cut}) stops"
+                f"{head}: {ranks_named([r.rank for r in init.stuck])} logged Init START and the input ({cut}) stops"
                 " before any rank completed: it may have been cut there or the job may hang there; the whole log"
                 " (or `ncclras` on the live job) tells which",
                 (r.evidence for r in init.stuck if r.evidence),
@@ -160,11 +160,9 @@ def _stuck_ranks(
         by_host[r.host or "?"].append(r.rank)
     if len(by_host) > 6:
         ranks_all = [r.rank for r in stuck]
-        where = f"ranks {rank_text(ranks_all)} on {len(by_host)} hosts ({host_list(sorted(by_host))})"
+        where = f"{ranks_named(ranks_all)} on {len(by_host)} hosts ({host_list(sorted(by_host))})"
     else:
-        where = ", ".join(
-            f"rank{'s' if len(set(rs)) != 1 else ''} {rank_text(rs)} on {h}" for h, rs in sorted(by_host.items())
-        )
+        where = ", ".join(f"{ranks_named(rs)} on {h}" for h, rs in sorted(by_host.items()))
     message = (
         f"{head}: {where} logged Init START but no Init COMPLETE"
         f" ({len(completed)} of the {len(reported)} rank{'s' if len(reported) != 1 else ''} in the inputs"
@@ -176,8 +174,8 @@ def _stuck_ranks(
         message += f"; their processes logged {_lines(warned)} of WARN (the failure is reported there)"
     elif retrying := _retrying_ranks(ctx, stuck):
         message += (
-            f"; their processes logged no WARN, and rank{'s' if len(retrying) != 1 else ''}"
-            f" {rank_text(retrying)} {'were' if len(retrying) != 1 else 'was'} still retrying a connection"
+            f"; their processes logged no WARN, and {ranks_named(retrying)}"
+            f" {'were' if len(retrying) != 1 else 'was'} still retrying a connection"
             " (NET006): waiting for a peer"
         )
     elif hung:
@@ -189,7 +187,7 @@ def _stuck_ranks(
             " or `ncclras` on the live job, tells which"
         )
     if init.missing and init.covered:
-        message += f"; ranks {rank_text(init.missing)} never logged init at all"
+        message += f"; {ranks_named(init.missing)} never logged init at all"
     # an error only with positive evidence that init failed or hangs; an input that simply ends in init is
     # what an excerpt looks like too
     severity: Severity = "error" if not cut and (warned or hung) else "warning"
@@ -210,7 +208,7 @@ def _missing_ranks(head: str, init: _InitState, cut: str | None) -> Finding:
     """Ranks that never logged init although the inputs hold the logs of every host of the communicator."""
     nnodes = init.nnodes
     message = (
-        f"{head}: ranks {rank_text(init.missing)} never logged Init START or COMPLETE although the inputs hold the"
+        f"{head}: {ranks_named(init.missing)} never logged Init START or COMPLETE although the inputs hold the"
         f" logs of {'all ' + str(nnodes) + ' hosts' if nnodes else 'enough processes on its hosts'}"
     )
     severity: Severity = "error"
@@ -253,7 +251,7 @@ def _hang_shown(ctx: Context, stuck: list[CommRank]) -> str:
         }
     )
     if later:  # init ends in collective steps: its ranks complete together, so the input went past the moment
-        return f"rank{'s' if len(later) != 1 else ''} {rank_text(later)} of the communicator completed init later"
+        return f"{ranks_named(later)} of the communicator completed init later"
     for comm in ctx.case.communicators:
         for r in comm.ranks:
             start = starts.get((r.host, r.pid))

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from itertools import groupby
 
-from ncclscope.common.words import plural
+from ncclscope.common.words import plural, ranks_named
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.error_strings import RESULT_ADVICE, nccl_result
 from ncclscope.diagnose.rules.registry import make_finding, rule
@@ -252,7 +252,7 @@ def _framework_errors(ctx: Context, covered: dict[tuple[str, int], str]) -> Iter
     first = next((e for e in errors if e.kind == "nccl_error"), errors[0])
     text = first.text if len(first.text) <= 160 else first.text[:157] + "..."
     message = f"The framework raised NCCL errors ({lines_text(len(errors))}"
-    message += f", ranks {', '.join(map(str, ranks))})" if ranks else ")"
+    message += f", {ranks_named(ranks)})" if ranks else ")"
     message += f": `{text}`"
     if results:
         message += f" = {', '.join(results)}"

@@ -15,7 +15,7 @@ from functools import cached_property
 
 from ncclscope.common.data_files import data_json
 from ncclscope.common.versions import nccl_version, release_tuple, version_from_code
-from ncclscope.common.words import number_ranges, plural
+from ncclscope.common.words import plural, ranks_named
 from ncclscope.diagnose.rules.context import Context, shown
 from ncclscope.diagnose.rules.registry import make_finding, rule
 from ncclscope.model import Evidence, Finding, NcclMessage, Process, SocketFailure
@@ -112,11 +112,6 @@ def driver_text(version: int) -> str:
     return f"{version // 1000}.{version % 1000 // 10}"
 
 
-def rank_text(ranks: Iterable[int]) -> str:
-    """[0,1,2,3,8] -> '0-3, 8'."""
-    return number_ranges(ranks, ", ")
-
-
 def host_list(hosts: Iterable[str], limit: int = 6) -> str:
     """'a, b, c' or 'a, b, c, d, e, f and 122 more' for long lists."""
     names = list(hosts)
@@ -132,7 +127,7 @@ def _describe(procs: list[Process]) -> str:
     parts = []
     if len(by_host) > 6:
         ranks = [r for p in procs for r in p.ranks]
-        detail = f", ranks {rank_text(ranks)}" if ranks else ""
+        detail = f", {ranks_named(ranks)}" if ranks else ""
         return f"{len(by_host)} hosts ({host_list(sorted(by_host))}; {len(procs)} processes{detail})"
     for host in sorted(by_host):
         group = by_host[host]
@@ -140,7 +135,7 @@ def _describe(procs: list[Process]) -> str:
         n = len(group)
         detail = plural(n, "process")
         if ranks:
-            detail += f", rank{'s' if len(set(ranks)) != 1 else ''} {rank_text(ranks)}"
+            detail += f", {ranks_named(ranks)}"
         parts.append(f"{host} ({detail})")
     return ", ".join(parts)
 
