@@ -247,7 +247,7 @@ def _judge(ctx: Context, s: EnvSetting) -> tuple[Severity, str]:
                 " is meant to be set"
             )
         return "info", f"{head}: not among the knobs ncclscope knows; check that it is meant to be set"
-    if knob.raised is not None and knob.raised(s.value):
+    if knob.is_raised(s.value):
         opened = PATHS_OPENED[path_level(s.value) or "SYS"]
         what = knob.raised_what.format(path=opened)
         return "warning", f"{head} {what}: a debugging override that is not meant for production"

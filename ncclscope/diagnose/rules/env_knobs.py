@@ -42,6 +42,10 @@ class Knob:
     raised_what: str = ""
     raised_effects: tuple[str, ...] = ()
 
+    def is_raised(self, value: str) -> bool:
+        """Whether `value` sets this level variable past NCCL's own cutoff (see `raised`)."""
+        return self.raised is not None and self.raised(value)
+
 
 # What switching a feature off causes, by Knob.feature (the findings that then show it)
 FEATURE_CAUSES: dict[str, tuple[str, ...]] = {
@@ -97,14 +101,14 @@ def widens(name: str, value: str) -> bool:
     """A level variable set past NCCL's own cutoff: it lets P2P or GPUDirect RDMA farther, so it never keeps one off
     and is no cause of a finding that one is off (TOPO004, CH002, GDR001)."""
     knob = KNOBS.get(name)
-    return knob is not None and knob.raised is not None and knob.raised(value)
+    return knob is not None and knob.is_raised(value)
 
 
 def knob_effects(knob: Knob, value: str) -> tuple[str, ...]:
     """The findings this value of the knob can cause: none for its default."""
     if knob.default is not None and value.strip().lower() == knob.default.lower():
         return ()
-    if knob.raised is not None and knob.raised(value):
+    if knob.is_raised(value):
         return knob.raised_effects
     if knob.off is not None and knob.off(value) and knob.feature in FEATURE_CAUSES:
         return tuple(dict.fromkeys(FEATURE_CAUSES[knob.feature] + knob.effects))
